@@ -1,0 +1,296 @@
+"""Every Prometheus metric of the project, in one place.
+
+Names follow upstream kube-scheduler (pkg/scheduler/metrics, subsystem ``scheduler_``) so
+existing dashboards and alerts work unchanged. Metrics that upstream does not have (the
+API dispatcher, the binding task, the informers, the preemption policy) carry the same
+``scheduler_`` prefix and a name that says what they count.
+
+Each :class:`SchedulerMetrics` owns a dedicated :class:`CollectorRegistry`, so tests create
+fresh instances and never see each other's samples. The process uses one instance, from
+:func:`default_metrics`; the /metrics endpoint serves ``metrics.registry``.
+
+Labels are bounded: result/status/extension point/plugin/profile/queue/event names, HTTP
+verbs and codes. Never pod or node names.
+
+Timing coroutines: prometheus-client's ``Histogram.time()`` used as a decorator on an
+``async def`` times only the creation of the coroutine object (microseconds), not its
+execution. Time inside the coroutine instead::
+
+    with observe_seconds(metrics.scheduling_algorithm_duration.observe):
+        await run_algorithm()
+
+or take ``clock.now()`` before and after and call ``.observe(elapsed)``.
+
+Buckets are exponential where upstream's are; each is stated with its range below.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+__all__ = [
+    "SchedulerMetrics",
+    "default_metrics",
+    "exponential_buckets",
+    "observe_seconds",
+]
+
+NAMESPACE = "scheduler"
+
+
+def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
+    """Upper bounds start, start*factor, ... (count of them), as Go's ExponentialBuckets."""
+    if count < 1 or start <= 0 or factor <= 1:
+        raise ValueError("exponential_buckets needs count >= 1, start > 0, factor > 1")
+    return tuple(start * factor**k for k in range(count))
+
+
+# 1 ms .. 16.384 s
+ATTEMPT_BUCKETS = exponential_buckets(0.001, 2, 15)
+# 10 ms .. ~5242 s (87 min)
+SLI_BUCKETS = exponential_buckets(0.01, 2, 20)
+# 1, 2, 4, 8, 16 attempts
+ATTEMPTS_BUCKETS = exponential_buckets(1, 2, 5)
+# 0.1 ms .. 204.8 ms
+EXTENSION_POINT_BUCKETS = exponential_buckets(0.0001, 2, 12)
+# 10 us .. ~0.33 s (upstream: 0.00001 * 1.5^k, 20)
+PLUGIN_BUCKETS = exponential_buckets(0.00001, 1.5, 20)
+# 1 .. 64 victims
+VICTIMS_BUCKETS = exponential_buckets(1, 2, 7)
+# 10 ms .. ~5242 s, as upstream's preemption_goroutines_duration_seconds
+PREEMPTION_TASK_BUCKETS = exponential_buckets(0.01, 2, 20)
+# 1 ms .. ~33 s (API round trips, binding task)
+API_BUCKETS = exponential_buckets(0.001, 2, 16)
+# 1 ms .. ~16 s (Permit wait)
+PERMIT_BUCKETS = exponential_buckets(0.001, 2, 15)
+
+
+class SchedulerMetrics:
+    """All metrics of one scheduler process, registered in their own registry."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+        r = self.registry
+        ns = NAMESPACE
+
+        # --- scheduling cycle (upstream names) ---
+        self.schedule_attempts = Counter(
+            "schedule_attempts_total",
+            "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod "
+            "could not be scheduled, while 'error' means an internal scheduler problem.",
+            ["result", "profile"],
+            namespace=ns,
+            registry=r,
+        )
+        self.scheduling_attempt_duration = Histogram(
+            "scheduling_attempt_duration_seconds",
+            "Scheduling attempt latency in seconds (scheduling algorithm + binding).",
+            ["result", "profile"],
+            namespace=ns,
+            buckets=ATTEMPT_BUCKETS,
+            registry=r,
+        )
+        self.scheduling_algorithm_duration = Histogram(
+            "scheduling_algorithm_duration_seconds",
+            "Scheduling algorithm latency in seconds.",
+            namespace=ns,
+            buckets=ATTEMPT_BUCKETS,
+            registry=r,
+        )
+        self.pod_scheduling_sli_duration = Histogram(
+            "pod_scheduling_sli_duration_seconds",
+            "E2e latency for a pod being scheduled, from the time the pod enters the scheduling "
+            "queue (excluding time gated by PreEnqueue) and might involve multiple attempts.",
+            ["attempts"],
+            namespace=ns,
+            buckets=SLI_BUCKETS,
+            registry=r,
+        )
+        self.pod_scheduling_attempts = Histogram(
+            "pod_scheduling_attempts",
+            "Number of attempts to successfully schedule a pod.",
+            namespace=ns,
+            buckets=ATTEMPTS_BUCKETS,
+            registry=r,
+        )
+        self.framework_extension_point_duration = Histogram(
+            "framework_extension_point_duration_seconds",
+            "Latency for running all plugins of a specific extension point.",
+            ["extension_point", "status", "profile"],
+            namespace=ns,
+            buckets=EXTENSION_POINT_BUCKETS,
+            registry=r,
+        )
+        self.plugin_execution_duration = Histogram(
+            "plugin_execution_duration_seconds",
+            "Duration for running a plugin at a specific extension point (sampled).",
+            ["plugin", "extension_point", "status"],
+            namespace=ns,
+            buckets=PLUGIN_BUCKETS,
+            registry=r,
+        )
+        self.permit_wait_duration = Histogram(
+            "permit_wait_duration_seconds",
+            "Duration of waiting on permit.",
+            ["result"],
+            namespace=ns,
+            buckets=PERMIT_BUCKETS,
+            registry=r,
+        )
+
+        # --- preemption (upstream names) ---
+        self.preemption_attempts = Counter(
+            "preemption_attempts_total",
+            "Total preemption attempts in the cluster till now.",
+            namespace=ns,
+            registry=r,
+        )
+        self.preemption_victims = Histogram(
+            "preemption_victims",
+            "Number of selected preemption victims.",
+            namespace=ns,
+            buckets=VICTIMS_BUCKETS,
+            registry=r,
+        )
+        self.preemption_goroutines_execution = Counter(
+            "preemption_goroutines_execution_total",
+            "Number of preemption tasks (upstream: goroutines) run, by result.",
+            ["result"],
+            namespace=ns,
+            registry=r,
+        )
+        self.preemption_goroutines_duration = Histogram(
+            "preemption_goroutines_duration_seconds",
+            "Duration in seconds of preemption tasks (upstream: goroutines), by result.",
+            ["result"],
+            namespace=ns,
+            buckets=PREEMPTION_TASK_BUCKETS,
+            registry=r,
+        )
+        self.goroutines = Gauge(
+            "goroutines",
+            "Number of running background tasks (upstream: goroutines) split by the work they "
+            "do, such as binding and preemption.",
+            ["operation"],
+            namespace=ns,
+            registry=r,
+        )
+
+        # --- queue (upstream names) ---
+        self.pending_pods = Gauge(
+            "pending_pods",
+            "Number of pending pods, by the queue type: 'active' means activeQ, 'backoff' "
+            "backoffQ, 'unschedulable' unschedulable pods, 'gated' pods gated by PreEnqueue.",
+            ["queue"],
+            namespace=ns,
+            registry=r,
+        )
+        self.queue_incoming_pods = Counter(
+            "queue_incoming_pods_total",
+            "Number of pods added to scheduling queues by event and queue type.",
+            ["queue", "event"],
+            namespace=ns,
+            registry=r,
+        )
+        self.unschedulable_pods = Gauge(
+            "unschedulable_pods",
+            "The number of unschedulable pods broken down by plugin name. A pod increments "
+            "the gauge of every plugin that rejected it.",
+            ["plugin", "profile"],
+            namespace=ns,
+            registry=r,
+        )
+
+        # --- cache (upstream name scheduler_scheduler_cache_size) ---
+        self.cache_size = Gauge(
+            "scheduler_cache_size",
+            "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+            ["type"],
+            namespace=ns,
+            registry=r,
+        )
+
+        # --- this project's own ---
+        self.binding_duration = Histogram(
+            "binding_duration_seconds",
+            "Duration of the binding task (PreBind, Bind API call, PostBind), by result.",
+            ["result"],
+            namespace=ns,
+            buckets=API_BUCKETS,
+            registry=r,
+        )
+        self.api_requests = Counter(
+            "api_requests_total",
+            "API server requests made by the dispatcher, by verb, resource and HTTP code "
+            "('<error>' when no response arrived).",
+            ["verb", "resource", "code"],
+            namespace=ns,
+            registry=r,
+        )
+        self.api_request_duration = Histogram(
+            "api_request_duration_seconds",
+            "Latency of API server requests made by the dispatcher, including client-side "
+            "rate limiting wait.",
+            ["verb", "resource"],
+            namespace=ns,
+            buckets=API_BUCKETS,
+            registry=r,
+        )
+        self.api_dispatcher_pending = Gauge(
+            "api_dispatcher_pending_calls",
+            "API calls queued or running in the dispatcher.",
+            namespace=ns,
+            registry=r,
+        )
+        self.informer_events = Counter(
+            "informer_events_total",
+            "Watch events received by the informers, by resource and type.",
+            ["resource", "type"],
+            namespace=ns,
+            registry=r,
+        )
+        self.informer_relists = Counter(
+            "informer_relists_total",
+            "Full re-lists done by the informers (start, 410 Gone, reconnect), by resource.",
+            ["resource"],
+            namespace=ns,
+            registry=r,
+        )
+        self.leader = Gauge(
+            "leader_election_is_leader",
+            "1 when this instance holds the scheduler's lease, else 0.",
+            namespace=ns,
+            registry=r,
+        )
+
+
+_DEFAULT: SchedulerMetrics | None = None
+
+
+def default_metrics() -> SchedulerMetrics:
+    """The process-wide instance (created on first use)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = SchedulerMetrics()
+    return _DEFAULT
+
+
+@contextmanager
+def observe_seconds(
+    observe: Callable[[float], None], now: Callable[[], float] = time.monotonic
+) -> Iterator[None]:
+    """Observe the seconds spent in the block, also when it raises.
+
+    Works inside coroutines (unlike ``Histogram.time()`` as a decorator on ``async def``):
+    ``with observe_seconds(h.labels(result="ok").observe): await call()``. Pass
+    ``now=clock.now`` to time with the injectable clock.
+    """
+    start = now()
+    try:
+        yield
+    finally:
+        observe(now() - start)
