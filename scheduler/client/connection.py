@@ -1,0 +1,370 @@
+"""One authenticated session to the kube-apiserver, and raw JSON over it.
+
+kubernetes_asyncio is used for what it is good at: kubeconfig / in-cluster loading,
+TLS verified against the cluster CA, bearer tokens (refreshed by its hooks) and one
+pooled aiohttp session. Requests go through `ApiClient.call_api(..., _preload_content=
+False)`, so auth and TLS are the library's while the bodies stay plain dicts: nothing on
+the hot path is deserialized into generated model classes.
+
+- `request()` returns the parsed JSON body of a 2xx answer and raises the error tree of
+  `scheduler.client.errors` for everything else.
+- `watch()` yields the raw watch event dicts (`{"type": ..., "object": {...}}`), one per
+  line of the chunked body. It splits lines itself, so one huge object never trips a
+  line-length limit, and it raises `ConnectionFailed` / `Timeout` when the stream is cut.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from kubernetes_asyncio import client as k8s_client
+from kubernetes_asyncio import config as k8s_config
+
+from scheduler.client.errors import ApiError, api_errors, error_from_response
+
+__all__ = [
+    "JSON",
+    "MERGE_PATCH",
+    "STRATEGIC_MERGE_PATCH",
+    "Connection",
+    "ConnectionSettings",
+    "Query",
+    "Response",
+]
+
+log = logging.getLogger(__name__)
+
+JSON = "application/json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+
+Query = Mapping[str, str | int | bool] | Sequence[tuple[str, str | int | bool]]
+
+DEFAULT_REQUEST_TIMEOUT = 30.0
+"""Seconds for one whole non-watch request."""
+WATCH_READ_SLACK = 30.0
+"""Seconds a watch read may wait past the server-side timeoutSeconds before the stream
+is considered dead (an apiserver gone without a FIN)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionSettings:
+    """How to reach the apiserver. Precedence: `server` (+ token or token_file, CA file),
+    then `kubeconfig`, then in-cluster config when `in_cluster` is true."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    server: str | None = None
+    token: str | None = None
+    token_file: str | None = None
+    ca_file: str | None = None
+    in_cluster: bool = False
+    max_connections: int = 100
+    user_agent: str = "kube-async-scheduler"
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    status: int
+    body: dict[str, Any]
+
+
+def _query_tuples(query: Query | None) -> list[tuple[str, str]]:
+    if not query:
+        return []
+    items = query.items() if isinstance(query, Mapping) else query
+    out: list[tuple[str, str]] = []
+    for key, value in items:
+        if isinstance(value, bool):
+            out.append((key, "true" if value else "false"))
+        else:
+            out.append((key, str(value)))
+    return out
+
+
+def _decode(data: bytes) -> dict[str, Any]:
+    if not data:
+        return {}
+    parsed = json.loads(data)
+    return parsed if isinstance(parsed, dict) else {"items": parsed}
+
+
+class Connection:
+    """An ApiClient plus raw JSON helpers. Build it with one of the classmethods and
+    `await close()` it at shutdown (or use `async with`)."""
+
+    def __init__(self, api_client: k8s_client.ApiClient) -> None:
+        self.api_client = api_client
+
+    # ---- construction -------------------------------------------------------------
+    @classmethod
+    async def connect(cls, settings: ConnectionSettings) -> Connection:
+        if settings.server:
+            return cls.from_token(
+                settings.server,
+                token=settings.token,
+                token_file=settings.token_file,
+                ca_file=settings.ca_file,
+                max_connections=settings.max_connections,
+                user_agent=settings.user_agent,
+            )
+        if settings.kubeconfig or not settings.in_cluster:
+            return await cls.from_kubeconfig(
+                settings.kubeconfig,
+                context=settings.context,
+                max_connections=settings.max_connections,
+                user_agent=settings.user_agent,
+            )
+        return cls.from_in_cluster(
+            max_connections=settings.max_connections, user_agent=settings.user_agent
+        )
+
+    @classmethod
+    async def from_kubeconfig(
+        cls,
+        path: str | None = None,
+        *,
+        context: str | None = None,
+        max_connections: int = 100,
+        user_agent: str = "kube-async-scheduler",
+    ) -> Connection:
+        """The kubeconfig's current (or given) context; TLS verified against its CA.
+        `path` None means $KUBECONFIG or ~/.kube/config, as kubectl."""
+        configuration = k8s_client.Configuration()
+        await k8s_config.load_kube_config(
+            config_file=path,
+            context=context,
+            client_configuration=configuration,
+            persist_config=False,
+        )
+        return cls._build(configuration, max_connections, user_agent)
+
+    @classmethod
+    def from_in_cluster(
+        cls, *, max_connections: int = 100, user_agent: str = "kube-async-scheduler"
+    ) -> Connection:
+        """The pod's ServiceAccount token (re-read when it rotates) and CA."""
+        configuration = k8s_client.Configuration()
+        k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        return cls._build(configuration, max_connections, user_agent)
+
+    @classmethod
+    def from_token(
+        cls,
+        server: str,
+        *,
+        token: str | None = None,
+        token_file: str | None = None,
+        ca_file: str | None = None,
+        max_connections: int = 100,
+        user_agent: str = "kube-async-scheduler",
+    ) -> Connection:
+        """An explicit server URL and bearer token. `token_file` is re-read before each
+        request when it changed, so projected / TokenRequest tokens can rotate."""
+        if bool(token) == bool(token_file):
+            raise ValueError("give exactly one of token and token_file")
+        configuration = k8s_client.Configuration(host=server.rstrip("/"))
+        configuration.ssl_ca_cert = ca_file
+        configuration.verify_ssl = True
+        configuration.api_key_prefix = {"BearerToken": "Bearer"}
+        if token:
+            configuration.api_key = {"BearerToken": token}
+        else:
+            assert token_file is not None
+            reader = _TokenFile(token_file)
+            configuration.api_key = {"BearerToken": reader.read()}
+            configuration.refresh_api_key_hook = reader.refresh
+        return cls._build(configuration, max_connections, user_agent)
+
+    @classmethod
+    def _build(
+        cls, configuration: k8s_client.Configuration, max_connections: int, user_agent: str
+    ) -> Connection:
+        configuration.connection_pool_maxsize = max_connections
+        api_client = k8s_client.ApiClient(configuration)
+        api_client.user_agent = user_agent
+        return cls(api_client)
+
+    @property
+    def host(self) -> str:
+        return str(self.api_client.configuration.host)
+
+    async def close(self) -> None:
+        await self.api_client.close()
+
+    async def __aenter__(self) -> Connection:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # ---- raw requests -------------------------------------------------------------
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Query | None,
+        body: Any,
+        content_type: str,
+        request_timeout: float | aiohttp.ClientTimeout | None,
+        accept: str = JSON,
+    ) -> aiohttp.ClientResponse:
+        headers = {"Accept": accept, "Content-Type": content_type}
+        with api_errors():
+            response: aiohttp.ClientResponse = await self.api_client.call_api(
+                path,
+                method,
+                query_params=_query_tuples(query),
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=request_timeout,
+            )
+        return response
+
+    async def request_raw(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Query | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+        request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
+    ) -> Response:
+        """One request; returns status and parsed body for 2xx, raises otherwise."""
+        response = await self._send(
+            method,
+            path,
+            query=query,
+            body=body,
+            content_type=content_type,
+            request_timeout=request_timeout,
+        )
+        try:
+            with api_errors():
+                data = await response.read()
+        finally:
+            response.release()
+        if not 200 <= response.status <= 299:
+            raise error_from_response(
+                response.status, data, dict(response.headers), http_reason=response.reason or ""
+            )
+        try:
+            parsed = _decode(data)
+        except ValueError as exc:
+            raise ApiError(response.status, "BadResponse", f"not JSON: {exc}") from exc
+        return Response(response.status, parsed)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Query | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+        request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
+    ) -> dict[str, Any]:
+        """The parsed JSON body of a 2xx answer (GET/POST/PUT/PATCH/DELETE)."""
+        response = await self.request_raw(
+            method,
+            path,
+            query=query,
+            body=body,
+            content_type=content_type,
+            request_timeout=request_timeout,
+        )
+        return response.body
+
+    async def watch(
+        self,
+        path: str,
+        *,
+        query: Query | None = None,
+        timeout_seconds: int = 300,
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        """Yield raw watch events from `path?watch=true&timeoutSeconds=...&<query>`.
+
+        Ends normally when the server closes the stream at timeoutSeconds. A non-2xx
+        answer raises its ApiError (410 -> Gone); ERROR events are yielded as they are,
+        the caller decides (an informer re-lists on code 410).
+        """
+        params = _query_tuples(query)
+        params += [("watch", "true"), ("timeoutSeconds", str(timeout_seconds))]
+        timeout = aiohttp.ClientTimeout(
+            total=None,
+            sock_connect=DEFAULT_REQUEST_TIMEOUT,
+            sock_read=timeout_seconds + WATCH_READ_SLACK,
+        )
+        response = await self._send(
+            "GET", path, query=params, body=None, content_type=JSON, request_timeout=timeout
+        )
+        try:
+            if not 200 <= response.status <= 299:
+                with api_errors():
+                    data = await response.read()
+                raise error_from_response(
+                    response.status,
+                    data,
+                    dict(response.headers),
+                    http_reason=response.reason or "",
+                )
+            buffer = b""
+            with api_errors():
+                async for chunk in response.content.iter_any():
+                    buffer += chunk
+                    while True:
+                        line, sep, rest = buffer.partition(b"\n")
+                        if not sep:
+                            break
+                        buffer = rest
+                        event = _parse_event(line)
+                        if event is not None:
+                            yield event
+            event = _parse_event(buffer)
+            if event is not None:
+                yield event
+        finally:
+            response.close()
+
+
+def _parse_event(line: bytes) -> dict[str, Any] | None:
+    line = line.strip()
+    if not line:
+        return None
+    try:
+        event = json.loads(line)
+    except ValueError as exc:
+        raise ApiError(200, "BadWatchEvent", f"undecodable watch line: {exc}") from exc
+    if not isinstance(event, dict):
+        raise ApiError(200, "BadWatchEvent", "watch line is not an object")
+    return event
+
+
+class _TokenFile:
+    """Re-reads a token file when its mtime changes (rotated projected tokens)."""
+
+    def __init__(self, path: str) -> None:
+        self._path = Path(path)
+        self._mtime = -1.0
+
+    def read(self) -> str:
+        self._mtime = self._path.stat().st_mtime
+        return self._path.read_text().strip()
+
+    def refresh(self, configuration: k8s_client.Configuration) -> None:
+        try:
+            mtime = self._path.stat().st_mtime
+            if mtime != self._mtime:
+                configuration.api_key["BearerToken"] = self.read()
+        except OSError as exc:  # keep the old token; the request will say 401 if stale
+            log.warning("token file unreadable path=%s error=%s", self._path, exc)

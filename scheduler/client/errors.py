@@ -1,0 +1,246 @@
+"""The one error tree of the client layer, chosen by HTTP status.
+
+Everything above the client layer catches these, never aiohttp or kubernetes_asyncio
+exceptions. Translation happens in one place, `translate()` (and the `api_errors()`
+context manager built on it), and every translated error is raised `from` the original.
+
+```
+ApiError(status, reason, message)
+├── BadRequest            400
+│   └── Invalid           422 (reason Invalid: validation failed)
+├── Unauthorized          401
+├── Forbidden             403
+├── NotFound              404
+├── Conflict              409 (optimistic concurrency: the object changed, or is bound)
+│   └── AlreadyExists     409 with reason AlreadyExists
+├── Gone                  410 (resourceVersion too old / expired continue token)
+├── TooManyRequests       429 (retry_after from the Status details or Retry-After)
+├── ServerError           5xx (and any other unexpected status)
+└── TransportError        status 0: no HTTP answer at all
+    ├── Timeout           the request or a stream read took too long
+    └── ConnectionFailed  refused, reset, TLS failure, a stream cut mid-body
+```
+
+`retryable` says whether the dispatcher may retry the call: 429, 5xx and transport
+errors are; 4xx answers are final.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import aiohttp
+from kubernetes_asyncio.client.exceptions import ApiException
+
+__all__ = [
+    "AlreadyExists",
+    "ApiError",
+    "BadRequest",
+    "Conflict",
+    "ConnectionFailed",
+    "Forbidden",
+    "Gone",
+    "Invalid",
+    "NotFound",
+    "ServerError",
+    "Timeout",
+    "TooManyRequests",
+    "TransportError",
+    "Unauthorized",
+    "api_errors",
+    "error_from_response",
+    "translate",
+]
+
+
+class ApiError(Exception):
+    """An API call failed. `status` is the HTTP status (0 when none arrived), `reason`
+    the Status reason (e.g. "NotFound", "AlreadyExists") and `message` its message."""
+
+    retryable = False
+
+    def __init__(
+        self,
+        status: int,
+        reason: str = "",
+        message: str = "",
+        *,
+        body: Mapping[str, Any] | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.body = body
+        self.retry_after = retry_after
+        text = f"{status} {reason}".strip() if status else reason
+        super().__init__(f"{text}: {message}" if message else text)
+
+    @property
+    def code(self) -> str:
+        """The label for request metrics: the HTTP status, or "<error>" as client-go."""
+        return str(self.status) if self.status else "<error>"
+
+
+class BadRequest(ApiError):
+    pass
+
+
+class Invalid(BadRequest):
+    pass
+
+
+class Unauthorized(ApiError):
+    pass
+
+
+class Forbidden(ApiError):
+    pass
+
+
+class NotFound(ApiError):
+    pass
+
+
+class Conflict(ApiError):
+    pass
+
+
+class AlreadyExists(Conflict):
+    pass
+
+
+class Gone(ApiError):
+    pass
+
+
+class TooManyRequests(ApiError):
+    retryable = True
+
+
+class ServerError(ApiError):
+    retryable = True
+
+
+class TransportError(ApiError):
+    retryable = True
+
+    def __init__(self, message: str) -> None:
+        super().__init__(0, type(self).__name__, message)
+
+
+class Timeout(TransportError):
+    pass
+
+
+class ConnectionFailed(TransportError):
+    pass
+
+
+_BY_STATUS: dict[int, type[ApiError]] = {
+    400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    410: Gone,
+    422: Invalid,
+    429: TooManyRequests,
+}
+
+
+def _parse_body(body: bytes | str | Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    if body is None or isinstance(body, Mapping):
+        return body
+    try:
+        parsed = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _retry_after(
+    status: Mapping[str, Any] | None, headers: Mapping[str, str] | None
+) -> float | None:
+    details = status.get("details") if status else None
+    if isinstance(details, Mapping):
+        seconds = details.get("retryAfterSeconds")
+        if isinstance(seconds, int | float) and seconds > 0:
+            return float(seconds)
+    if headers:
+        value = headers.get("Retry-After")
+        if value is not None:
+            try:
+                return max(0.0, float(value))
+            except ValueError:
+                return None
+    return None
+
+
+def error_from_response(
+    status: int,
+    body: bytes | str | Mapping[str, Any] | None = None,
+    headers: Mapping[str, str] | None = None,
+    *,
+    http_reason: str = "",
+) -> ApiError:
+    """The error for a non-2xx answer; `body` is usually a metav1.Status."""
+    parsed = _parse_body(body)
+    is_status = parsed is not None and parsed.get("kind") == "Status"
+    reason = str(parsed.get("reason", "")) if is_status and parsed else ""
+    message = str(parsed.get("message", "")) if is_status and parsed else ""
+    if not message and isinstance(body, bytes | str):
+        message = (body.decode("utf-8", "replace") if isinstance(body, bytes) else body)[:500]
+    if not reason:
+        reason = http_reason
+    cls = _BY_STATUS.get(status)
+    if cls is None:
+        cls = ServerError
+    if cls is Conflict and reason == "AlreadyExists":
+        cls = AlreadyExists
+    return cls(status, reason, message, body=parsed, retry_after=_retry_after(parsed, headers))
+
+
+def translate(exc: BaseException) -> ApiError:
+    """Map an aiohttp / kubernetes_asyncio / asyncio exception to the tree above."""
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, ApiException):
+        headers = dict(exc.headers) if exc.headers else None
+        if not exc.status:
+            return ConnectionFailed(str(exc.reason or exc))
+        return error_from_response(exc.status, exc.body, headers, http_reason=exc.reason or "")
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return error_from_response(
+            exc.status, None, dict(exc.headers or {}), http_reason=exc.message
+        )
+    if isinstance(exc, TimeoutError | asyncio.TimeoutError | aiohttp.ServerTimeoutError):
+        return Timeout(str(exc) or "timed out")
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return ConnectionFailed(f"response body cut: {exc}")
+    if isinstance(exc, aiohttp.ClientError | OSError):
+        return ConnectionFailed(str(exc) or type(exc).__name__)
+    raise TypeError(f"not an API error: {exc!r}")
+
+
+TRANSLATED: tuple[type[BaseException], ...] = (
+    ApiException,
+    aiohttp.ClientError,
+    TimeoutError,
+    OSError,
+)
+
+
+@contextmanager
+def api_errors() -> Iterator[None]:
+    """Translate transport and API exceptions raised inside the block."""
+    try:
+        yield
+    except ApiError:
+        raise
+    except TRANSLATED as exc:
+        raise translate(exc) from exc
