@@ -27,7 +27,6 @@ errors are; 4xx answers are final.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -218,7 +217,7 @@ def translate(exc: BaseException) -> ApiError:
         return error_from_response(
             exc.status, None, dict(exc.headers or {}), http_reason=exc.message
         )
-    if isinstance(exc, TimeoutError | asyncio.TimeoutError | aiohttp.ServerTimeoutError):
+    if isinstance(exc, TimeoutError | aiohttp.ServerTimeoutError):
         return Timeout(str(exc) or "timed out")
     if isinstance(exc, aiohttp.ClientPayloadError):
         return ConnectionFailed(f"response body cut: {exc}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import aiohttp
@@ -111,7 +110,7 @@ def test_an_api_exception_of_kubernetes_asyncio_translates_with_its_body() -> No
         (aiohttp.ClientConnectionError("refused"), ConnectionFailed),
         (aiohttp.ClientPayloadError("cut"), ConnectionFailed),
         (aiohttp.ServerTimeoutError("read"), Timeout),
-        (asyncio.TimeoutError(), Timeout),
+        (TimeoutError(), Timeout),
         (ConnectionRefusedError(111, "refused"), ConnectionFailed),
     ],
 )

@@ -1,0 +1,462 @@
+"""Informer[T]: LIST then WATCH one resource into a store of records, with handlers.
+
+Our own, because kubernetes_asyncio has none (its Watch gives up after one 410). The
+shape is client-go's reflector + a minimal shared informer:
+
+1. LIST in pages (limit/continue) from etcd (a consistent read), transform each raw
+   object once into a record T, and diff against the store: on_add for new keys,
+   on_update for keys whose resourceVersion changed, on_delete for keys that vanished.
+   After the first LIST `has_synced` is true.
+2. WATCH from the list's resourceVersion with allowWatchBookmarks and timeoutSeconds.
+   Every event moves the resourceVersion on; BOOKMARKs only do that. A stream that ends
+   at timeoutSeconds is re-opened at once from the last resourceVersion.
+3. 410 Gone, as the HTTP status or as an ERROR event in the stream ("too old resource
+   version"), means the window is lost: go back to 1 (re-list and diff).
+4. Any other failure (connection refused while the apiserver restarts, a body cut
+   mid-stream, a read timeout, 5xx) is logged and retried with capped, jittered
+   exponential backoff, from the last resourceVersion.
+
+Invariants: handlers are synchronous and run on the event loop in event order; a
+handler or `transform` that raises is logged (and `on_transform_error` called) and the
+informer goes on; the store is only changed by this informer; the store's record for a
+key is the one last handed to a handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import enum
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from scheduler.client.backoff import Backoff
+from scheduler.client.connection import Connection
+from scheduler.client.errors import ApiError, Gone, error_from_response
+
+__all__ = [
+    "NODES",
+    "PODS",
+    "EventHandler",
+    "Informer",
+    "InformerState",
+    "InformerStateError",
+    "InformerStatistics",
+    "InformerStopped",
+    "Resource",
+    "Store",
+    "object_key",
+]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+T_contra = TypeVar("T_contra", contravariant=True)
+
+Raw = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """A resource collection: group ("" for core), version, plural, and a namespace to
+    restrict a namespaced resource to (None: all namespaces / cluster-scoped)."""
+
+    group: str
+    version: str
+    plural: str
+    namespace: str | None = None
+
+    @property
+    def path(self) -> str:
+        prefix = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespace:
+            return f"{prefix}/namespaces/{self.namespace}/{self.plural}"
+        return f"{prefix}/{self.plural}"
+
+    def __str__(self) -> str:
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+PODS = Resource("", "v1", "pods")
+NODES = Resource("", "v1", "nodes")
+
+
+class EventHandler(Protocol[T_contra]):
+    def on_add(self, obj: T_contra) -> None: ...
+
+    def on_update(self, old: T_contra, new: T_contra) -> None: ...
+
+    def on_delete(self, obj: T_contra) -> None: ...
+
+
+class InformerState(enum.Enum):
+    CREATED = "created"
+    RUNNING = "running"
+    STOPPED = "stopped"
+
+
+class InformerStateError(RuntimeError):
+    """The informer was used against its lifecycle (run twice, run after stop)."""
+
+
+class InformerStopped(RuntimeError):
+    """The informer stopped before it synced."""
+
+
+@dataclass(frozen=True, slots=True)
+class InformerStatistics:
+    objects: int
+    lists: int
+    watches: int
+    events: int
+    gone: int
+    errors: int
+    transform_errors: int
+    handler_errors: int
+    resource_version: str
+
+
+def object_key(raw: Raw) -> str:
+    """ "namespace/name", or "name" for cluster-scoped objects, as client-go's
+    MetaNamespaceKeyFunc."""
+    meta = raw.get("metadata") or {}
+    name = meta.get("name", "")
+    namespace = meta.get("namespace")
+    return f"{namespace}/{name}" if namespace else str(name)
+
+
+def _resource_version(raw: Raw) -> str:
+    return str((raw.get("metadata") or {}).get("resourceVersion", ""))
+
+
+class Store(Generic[T]):
+    """key -> record, with the resourceVersion each record was built from."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, T] = {}
+        self._versions: dict[str, str] = {}
+
+    def get(self, key: str) -> T | None:
+        return self._items.get(key)
+
+    def list(self) -> builtins.list[T]:
+        return list(self._items.values())
+
+    def keys(self) -> builtins.list[str]:
+        return list(self._items)
+
+    def resource_version_of(self, key: str) -> str | None:
+        return self._versions.get(key)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def _put(self, key: str, obj: T, resource_version: str) -> None:
+        self._items[key] = obj
+        self._versions[key] = resource_version
+
+    def _pop(self, key: str) -> T | None:
+        self._versions.pop(key, None)
+        return self._items.pop(key, None)
+
+
+class Informer(Generic[T]):
+    """List+watch `resource` into `store`, calling `handler` for each change.
+
+    `await run()` runs until `stop()` (then returns) or cancellation (then raises).
+    """
+
+    def __init__(
+        self,
+        connection: Connection,
+        resource: Resource,
+        transform: Callable[[Raw], T],
+        handler: EventHandler[T],
+        *,
+        field_selector: str | None = None,
+        label_selector: str | None = None,
+        on_transform_error: Callable[[Raw, Exception], None] | None = None,
+        page_size: int = 500,
+        watch_timeout_seconds: int = 300,
+        backoff: Backoff | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        name: str | None = None,
+    ) -> None:
+        self._connection = connection
+        self.resource = resource
+        self._transform = transform
+        self._handler = handler
+        self.field_selector = field_selector
+        self.label_selector = label_selector
+        self._on_transform_error = on_transform_error
+        self._page_size = page_size
+        self._watch_timeout = watch_timeout_seconds
+        self._backoff = backoff or Backoff()
+        self._sleep = sleep
+        self.name = name or str(resource)
+        self.store: Store[T] = Store()
+        self._state = InformerState.CREATED
+        self._synced = asyncio.Event()
+        self._stopped = asyncio.Event()
+        self._stop_requested = False
+        self._worker: asyncio.Task[None] | None = None
+        self._resource_version = ""
+        self._lists = self._watches = self._events = self._gone = 0
+        self._errors = self._transform_errors = self._handler_errors = 0
+
+    # ---- public surface ----------------------------------------------------------
+    @property
+    def state(self) -> InformerState:
+        return self._state
+
+    @property
+    def has_synced(self) -> bool:
+        return self._synced.is_set()
+
+    @property
+    def resource_version(self) -> str:
+        return self._resource_version
+
+    def list(self) -> builtins.list[T]:
+        return self.store.list()
+
+    def get(self, key: str) -> T | None:
+        return self.store.get(key)
+
+    async def wait_synced(self) -> None:
+        """Return once the first LIST has been handled; raise InformerStopped if the
+        informer stops first. Wrap in asyncio.timeout() for a deadline."""
+        if self._synced.is_set():
+            return
+        if self._state is InformerState.STOPPED:
+            raise InformerStopped(f"informer {self.name} stopped before it synced")
+        synced = asyncio.ensure_future(self._synced.wait())
+        stopped = asyncio.ensure_future(self._stopped.wait())
+        try:
+            await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            synced.cancel()
+            stopped.cancel()
+        if not self._synced.is_set():
+            raise InformerStopped(f"informer {self.name} stopped before it synced")
+
+    def statistics(self) -> InformerStatistics:
+        return InformerStatistics(
+            objects=len(self.store),
+            lists=self._lists,
+            watches=self._watches,
+            events=self._events,
+            gone=self._gone,
+            errors=self._errors,
+            transform_errors=self._transform_errors,
+            handler_errors=self._handler_errors,
+            resource_version=self._resource_version,
+        )
+
+    async def run(self) -> None:
+        if self._state is not InformerState.CREATED:
+            raise InformerStateError(
+                f"informer {self.name} is {self._state.value}; an informer runs once"
+            )
+        self._state = InformerState.RUNNING
+        self._worker = asyncio.create_task(self._main(), name=f"informer:{self.name}")
+        try:
+            await self._worker
+        except asyncio.CancelledError:
+            if not self._stop_requested:
+                raise
+        finally:
+            if not self._worker.done():
+                self._worker.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._worker
+            self._state = InformerState.STOPPED
+            self._stopped.set()
+            log.info("informer stopped resource=%s", self.name)
+
+    def stop(self) -> None:
+        """Stop the informer; `run()` then returns. Idempotent."""
+        self._stop_requested = True
+        if self._state is InformerState.CREATED:
+            self._state = InformerState.STOPPED
+            self._stopped.set()
+        elif self._worker is not None:
+            self._worker.cancel()
+
+    # ---- the loop ----------------------------------------------------------------
+    async def _main(self) -> None:
+        need_list = True
+        consecutive_gone = 0
+        while True:
+            try:
+                if need_list:
+                    await self._relist()
+                    need_list = False
+                await self._watch_once()
+                consecutive_gone = 0
+            except Gone as exc:
+                self._gone += 1
+                consecutive_gone += 1
+                need_list = True
+                log.info("watch expired, re-listing resource=%s error=%s", self.name, exc)
+                if consecutive_gone > 2:  # a 410 loop: do not spin
+                    await self._sleep(self._backoff.next_delay())
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self._errors += 1
+                delay = self._backoff.next_delay()
+                level = logging.WARNING if isinstance(exc, ApiError) else logging.ERROR
+                log.log(
+                    level,
+                    "%s failed, retrying resource=%s delay=%.2fs error=%s",
+                    "list" if need_list else "watch",
+                    self.name,
+                    delay,
+                    exc,
+                    exc_info=not isinstance(exc, ApiError),
+                )
+                await self._sleep(delay)
+
+    def _selectors(self) -> builtins.list[tuple[str, str]]:
+        query: builtins.list[tuple[str, str]] = []
+        if self.field_selector:
+            query.append(("fieldSelector", self.field_selector))
+        if self.label_selector:
+            query.append(("labelSelector", self.label_selector))
+        return query
+
+    async def _relist(self) -> None:
+        items: builtins.list[Raw] = []
+        token = ""
+        resource_version = ""
+        while True:
+            query = [*self._selectors(), ("limit", str(self._page_size))]
+            if token:
+                query.append(("continue", token))
+            page = await self._connection.request("GET", self.resource.path, query=query)
+            items.extend(page.get("items") or [])
+            meta = page.get("metadata") or {}
+            resource_version = str(meta.get("resourceVersion", ""))
+            token = str(meta.get("continue") or "")
+            if not token:
+                break
+        self._lists += 1
+        self._replace(items)
+        self._resource_version = resource_version
+        log.info(
+            "listed resource=%s objects=%d resourceVersion=%s",
+            self.name,
+            len(self.store),
+            resource_version,
+        )
+        if not self._synced.is_set():
+            self._synced.set()
+
+    def _replace(self, items: builtins.list[Raw]) -> None:
+        """Diff a full list against the store and emit the differences."""
+        seen: set[str] = set()
+        for raw in items:
+            key = object_key(raw)
+            seen.add(key)  # even if malformed: present objects are never deleted
+            version = _resource_version(raw)
+            old = self.store.get(key)
+            if old is not None and self.store.resource_version_of(key) == version:
+                continue
+            new = self._safe_transform(raw)
+            if new is None:
+                continue
+            self.store._put(key, new, version)
+            if old is None:
+                self._call(self._handler.on_add, new)
+            else:
+                self._call(self._handler.on_update, old, new)
+        for key in [k for k in self.store._items if k not in seen]:
+            gone = self.store._pop(key)
+            if gone is not None:
+                self._call(self._handler.on_delete, gone)
+
+    async def _watch_once(self) -> None:
+        query = [
+            *self._selectors(),
+            ("resourceVersion", self._resource_version),
+            ("allowWatchBookmarks", "true"),
+        ]
+        self._watches += 1
+        healthy = False
+        stream = self._connection.watch(
+            self.resource.path, query=query, timeout_seconds=self._watch_timeout
+        )
+        async with contextlib.aclosing(stream) as events:
+            async for event in events:
+                if not healthy:
+                    healthy = True
+                    self._backoff.reset()
+                self._handle(event)
+        # a clean end at timeoutSeconds: the stream worked
+        self._backoff.reset()
+
+    def _handle(self, event: Raw) -> None:
+        kind = event.get("type")
+        raw = event.get("object") or {}
+        if kind == "ERROR":
+            code = int(raw.get("code") or 0)
+            raise error_from_response(code or 500, raw)
+        version = _resource_version(raw)
+        if version:
+            self._resource_version = version
+        if kind == "BOOKMARK":
+            return
+        self._events += 1
+        key = object_key(raw)
+        if kind in ("ADDED", "MODIFIED"):
+            new = self._safe_transform(raw)
+            if new is None:
+                return
+            old = self.store.get(key)
+            self.store._put(key, new, version)
+            if old is None:
+                self._call(self._handler.on_add, new)
+            else:
+                self._call(self._handler.on_update, old, new)
+        elif kind == "DELETED":
+            old = self.store._pop(key)
+            if old is None:
+                return
+            final = self._safe_transform(raw, report=False)
+            self._call(self._handler.on_delete, final if final is not None else old)
+        else:
+            log.warning("unknown watch event resource=%s type=%s", self.name, kind)
+
+    def _safe_transform(self, raw: Raw, *, report: bool = True) -> T | None:
+        try:
+            return self._transform(raw)
+        except Exception as exc:
+            if not report:
+                return None
+            self._transform_errors += 1
+            log.warning(
+                "cannot read object, skipped resource=%s key=%s error=%s",
+                self.name,
+                object_key(raw),
+                exc,
+            )
+            if self._on_transform_error is not None:
+                try:
+                    self._on_transform_error(raw, exc)
+                except Exception:
+                    log.exception("on_transform_error hook failed resource=%s", self.name)
+            return None
+
+    def _call(self, fn: Callable[..., None], *args: T) -> None:
+        try:
+            fn(*args)
+        except Exception:
+            self._handler_errors += 1
+            log.exception("event handler failed resource=%s handler=%s", self.name, fn)
