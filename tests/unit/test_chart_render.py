@@ -1,0 +1,654 @@
+"""The Helm chart, rendered with `helm template` (no cluster): what it produces for
+representative values, what its schema refuses, and that `helm lint` is clean.
+
+helm is found through $KAS_BIN_DIR, then ~/.cache/kube-async-scheduler/bin (where
+hack/install-binaries.sh puts it), then PATH; without it these tests skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "kube-async-scheduler"
+RELEASE = "kas"
+NAMESPACE = "sched-system"
+
+UPSTREAM_DASHBOARD_METRICS = (
+    "scheduler_schedule_attempts_total",
+    "scheduler_scheduling_attempt_duration_seconds_bucket",
+    "scheduler_pending_pods",
+    "scheduler_preemption_attempts_total",
+    "scheduler_preemption_victims_bucket",
+    "scheduler_preemption_goroutines_duration_seconds_bucket",
+)
+
+
+def find_helm() -> str | None:
+    candidates = []
+    if os.environ.get("KAS_BIN_DIR"):
+        candidates.append(Path(os.environ["KAS_BIN_DIR"]) / "helm")
+    candidates.append(Path.home() / ".cache" / "kube-async-scheduler" / "bin" / "helm")
+    for c in candidates:
+        if c.is_file() and os.access(c, os.X_OK):
+            return str(c)
+    return shutil.which("helm")
+
+
+HELM = find_helm()
+pytestmark = pytest.mark.skipif(
+    HELM is None,
+    reason="helm not found in $KAS_BIN_DIR, ~/.cache/kube-async-scheduler/bin or PATH "
+    "(run hack/install-binaries.sh)",
+)
+
+
+def helm(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    assert HELM is not None
+    proc = subprocess.run([HELM, *args], capture_output=True, text=True, timeout=120, check=False)
+    if check and proc.returncode != 0:
+        pytest.fail(f"helm {' '.join(args)} failed:\n{proc.stderr}")
+    return proc
+
+
+def _values_args(tmp_path: Path, values: dict[str, Any] | None, sets: tuple[str, ...]) -> list[str]:
+    args: list[str] = []
+    if values is not None:
+        f = tmp_path / f"values-{len(list(tmp_path.iterdir()))}.yaml"
+        f.write_text(yaml.safe_dump(values))
+        args += ["-f", str(f)]
+    for s in sets:
+        args += ["--set", s]
+    return args
+
+
+def render(
+    tmp_path: Path, values: dict[str, Any] | None = None, *sets: str
+) -> list[dict[str, Any]]:
+    out = helm(
+        "template",
+        RELEASE,
+        str(CHART),
+        "--namespace",
+        NAMESPACE,
+        *_values_args(tmp_path, values, sets),
+    ).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def render_fails(tmp_path: Path, values: dict[str, Any] | None = None, *sets: str) -> str:
+    proc = helm(
+        "template",
+        RELEASE,
+        str(CHART),
+        "--namespace",
+        NAMESPACE,
+        *_values_args(tmp_path, values, sets),
+        check=False,
+    )
+    assert proc.returncode != 0, "expected helm template to fail, it rendered"
+    return proc.stderr
+
+
+def one(docs: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
+    found = [
+        d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)
+    ]
+    assert len(found) == 1, f"expected one {kind} {name or ''}, got {len(found)}"
+    return found[0]
+
+
+def kinds(docs: list[dict[str, Any]]) -> list[str]:
+    return sorted(d["kind"] for d in docs)
+
+
+def scheduler_config(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    cm = one(docs, "ConfigMap", f"{RELEASE}-kube-async-scheduler-config")
+    cfg = yaml.safe_load(cm["data"]["config.yaml"])
+    assert isinstance(cfg, dict)
+    return cfg
+
+
+def container(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    dep = one(docs, "Deployment")
+    (c,) = dep["spec"]["template"]["spec"]["containers"]
+    return c
+
+
+def checksum(docs: list[dict[str, Any]]) -> str:
+    ann = one(docs, "Deployment")["spec"]["template"]["metadata"]["annotations"]
+    return str(ann["checksum/config"])
+
+
+def preemption_args(profile: dict[str, Any]) -> dict[str, Any]:
+    (pc,) = [p for p in profile["pluginConfig"] if p["name"] == "DefaultPreemption"]
+    return dict(pc["args"])
+
+
+# --- defaults ---------------------------------------------------------------------------
+
+
+def test_defaults_render_the_expected_objects(tmp_path: Path) -> None:
+    docs = render(tmp_path)
+    assert kinds(docs) == sorted(
+        [
+            "ServiceAccount",
+            "ConfigMap",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Service",
+            "Deployment",
+        ]
+    )
+    for d in docs:
+        if d["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
+            assert d["metadata"]["namespace"] == NAMESPACE, d["kind"]
+
+
+def test_default_config_is_a_kube_scheduler_configuration(tmp_path: Path) -> None:
+    cfg = scheduler_config(render(tmp_path))
+    assert cfg["apiVersion"] == "kubescheduler.config.k8s.io/v1"
+    assert cfg["kind"] == "KubeSchedulerConfiguration"
+    assert [p["schedulerName"] for p in cfg["profiles"]] == ["kube-async-scheduler"]
+    assert cfg["percentageOfNodesToScore"] == 0
+    assert cfg["podInitialBackoffSeconds"] == 1
+    assert cfg["podMaxBackoffSeconds"] == 10
+    assert cfg["clientConnection"] == {"qps": 50, "burst": 100}
+    le = cfg["leaderElection"]
+    assert le["leaderElect"] is False
+    assert le["resourceLock"] == "leases"
+    assert le["resourceNamespace"] == NAMESPACE
+    assert (le["leaseDuration"], le["renewDeadline"], le["retryPeriod"]) == ("15s", "10s", "2s")
+    assert preemption_args(cfg["profiles"][0]) == {
+        "mode": "Async",
+        "victimScope": "OwnProfiles",
+        "minCandidateNodesPercentage": 10,
+        "minCandidateNodesAbsolute": 100,
+    }
+
+
+def test_config_mount_and_args_agree(tmp_path: Path) -> None:
+    docs = render(tmp_path)
+    c = container(docs)
+    args = c["args"]
+    assert args[0] == "run"
+    config_path = args[args.index("--config") + 1]
+    (mount,) = [m for m in c["volumeMounts"] if m["name"] == "config"]
+    assert mount["readOnly"] is True
+    assert config_path == f"{mount['mountPath']}/config.yaml"
+    assert config_path == "/etc/kube-async-scheduler/config.yaml"
+    assert args[args.index("--port") + 1] == "10251"
+    assert args[args.index("--bind-address") + 1] == "0.0.0.0"
+    assert args[args.index("-v") + 1] == "2"
+    dep = one(docs, "Deployment")
+    (vol,) = [v for v in dep["spec"]["template"]["spec"]["volumes"] if v["name"] == "config"]
+    assert vol["configMap"]["name"] == f"{RELEASE}-kube-async-scheduler-config"
+
+
+def test_security_context_is_locked_down(tmp_path: Path) -> None:
+    docs = render(tmp_path)
+    pod = one(docs, "Deployment")["spec"]["template"]["spec"]
+    psc = pod["securityContext"]
+    assert psc["runAsNonRoot"] is True
+    assert psc["runAsUser"] == 65532
+    assert psc["seccompProfile"] == {"type": "RuntimeDefault"}
+    sc = container(docs)["securityContext"]
+    assert sc["readOnlyRootFilesystem"] is True
+    assert sc["allowPrivilegeEscalation"] is False
+    assert sc["capabilities"] == {"drop": ["ALL"]}
+    assert sc["seccompProfile"] == {"type": "RuntimeDefault"}
+    # the read-only root filesystem gets a writable /tmp
+    assert any(m["mountPath"] == "/tmp" for m in container(docs)["volumeMounts"])
+
+
+def test_probes_and_ports(tmp_path: Path) -> None:
+    docs = render(tmp_path)
+    c = container(docs)
+    assert c["ports"] == [{"name": "metrics", "containerPort": 10251, "protocol": "TCP"}]
+    assert c["livenessProbe"]["httpGet"] == {"path": "/livez", "port": "metrics"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+    svc = one(docs, "Service")
+    assert svc["spec"]["ports"][0]["targetPort"] == "metrics"
+    assert svc["spec"]["publishNotReadyAddresses"] is True
+    pod_labels = one(docs, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert svc["spec"]["selector"].items() <= pod_labels.items()
+
+
+def test_image_tag_defaults_to_app_version(tmp_path: Path) -> None:
+    app_version = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
+    assert container(render(tmp_path))["image"] == f"kube-async-scheduler:{app_version}"
+    assert (
+        container(render(tmp_path, None, "image.repository=r.example/kas", "image.tag=dev"))[
+            "image"
+        ]
+        == "r.example/kas:dev"
+    )
+    digest = "sha256:" + "a" * 64
+    assert container(render(tmp_path, None, f"image.digest={digest}"))["image"] == (
+        f"kube-async-scheduler@{digest}"
+    )
+
+
+def test_single_replica_without_election_uses_recreate(tmp_path: Path) -> None:
+    dep = one(render(tmp_path), "Deployment")
+    assert dep["spec"]["replicas"] == 1
+    assert dep["spec"]["strategy"] == {"type": "Recreate"}
+
+
+# --- profiles and preemption ------------------------------------------------------------
+
+
+def test_several_profiles_and_preemption_overrides(tmp_path: Path) -> None:
+    values = {
+        "config": {
+            "percentageOfNodesToScore": 30,
+            "preemption": {"mode": "Sync"},
+            "profiles": [
+                {
+                    "schedulerName": "batch-scheduler",
+                    "plugins": {
+                        "score": {
+                            "disabled": [{"name": "ImageLocality"}],
+                            "enabled": [{"name": "NodeResourcesFit", "weight": 5}],
+                        }
+                    },
+                },
+                {
+                    "schedulerName": "latency-scheduler",
+                    "percentageOfNodesToScore": 0,
+                    "preemption": {"mode": "Async", "victimScope": "All"},
+                    "pluginConfig": [
+                        {
+                            "name": "NodeResourcesFit",
+                            "args": {"scoringStrategy": {"type": "MostAllocated"}},
+                        },
+                        {"name": "DefaultPreemption", "args": {"minCandidateNodesAbsolute": 0}},
+                    ],
+                },
+            ],
+        }
+    }
+    cfg = scheduler_config(render(tmp_path, values))
+    batch, latency = cfg["profiles"]
+    assert [batch["schedulerName"], latency["schedulerName"]] == [
+        "batch-scheduler",
+        "latency-scheduler",
+    ]
+    assert cfg["percentageOfNodesToScore"] == 30
+    assert "percentageOfNodesToScore" not in batch
+    assert latency["percentageOfNodesToScore"] == 0
+    assert batch["plugins"]["score"]["enabled"] == [{"name": "NodeResourcesFit", "weight": 5}]
+    assert preemption_args(batch) == {
+        "mode": "Sync",
+        "victimScope": "OwnProfiles",
+        "minCandidateNodesPercentage": 10,
+        "minCandidateNodesAbsolute": 100,
+    }
+    # profile.preemption over config.preemption, a DefaultPreemption entry over both;
+    # a 0 is kept (not dropped as an "empty" value)
+    assert preemption_args(latency) == {
+        "mode": "Async",
+        "victimScope": "All",
+        "minCandidateNodesPercentage": 10,
+        "minCandidateNodesAbsolute": 0,
+    }
+    names = [p["name"] for p in latency["pluginConfig"]]
+    assert names.count("DefaultPreemption") == 1
+    assert "NodeResourcesFit" in names
+
+
+def test_duplicate_scheduler_names_are_refused(tmp_path: Path) -> None:
+    err = render_fails(
+        tmp_path,
+        {"config": {"profiles": [{"schedulerName": "a"}, {"schedulerName": "a"}]}},
+    )
+    assert 'schedulerName "a" appears more than once' in err
+
+
+def test_notes_tell_how_to_opt_in(tmp_path: Path) -> None:
+    f = tmp_path / "v.yaml"
+    f.write_text(
+        yaml.safe_dump(
+            {"config": {"profiles": [{"schedulerName": "one"}, {"schedulerName": "two"}]}}
+        )
+    )
+    out = helm(
+        "install",
+        RELEASE,
+        str(CHART),
+        "--namespace",
+        NAMESPACE,
+        "--dry-run=client",
+        "-f",
+        str(f),
+    ).stdout
+    notes = out[out.index("NOTES:") :]
+    assert "spec.schedulerName" in notes
+    assert "schedulerName: one" in notes
+    assert "  - two" in notes
+
+
+# --- leader election and RBAC -----------------------------------------------------------
+
+
+def lease_rbac(docs: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    role = one(docs, "Role")
+    binding = one(docs, "RoleBinding")
+    return role, binding
+
+
+def test_leader_election_on_when_replicas_above_one(tmp_path: Path) -> None:
+    docs = render(tmp_path, None, "replicas=3")
+    le = scheduler_config(docs)["leaderElection"]
+    assert le["leaderElect"] is True
+    assert le["resourceName"] == f"{RELEASE}-kube-async-scheduler"
+    role, binding = lease_rbac(docs)
+    assert role["metadata"]["namespace"] == NAMESPACE == le["resourceNamespace"]
+    named = [r for r in role["rules"] if r.get("resourceNames")]
+    assert named == [
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": [le["resourceName"]],
+            "verbs": ["get", "update"],
+        }
+    ]
+    unnamed = [r for r in role["rules"] if not r.get("resourceNames")]
+    assert unnamed == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]}
+    ]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    sa = one(docs, "ServiceAccount")["metadata"]["name"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": sa, "namespace": NAMESPACE}]
+    dep = one(docs, "Deployment")
+    assert dep["spec"]["replicas"] == 3
+    assert dep["spec"]["strategy"]["type"] == "RollingUpdate"
+
+
+@pytest.mark.parametrize("lease", ["my-lease", "team-a.scheduler"])
+def test_lease_name_and_rbac_resource_names_come_from_one_value(tmp_path: Path, lease: str) -> None:
+    docs = render(tmp_path, None, "replicas=2", f"leaderElection.resourceName={lease}")
+    assert scheduler_config(docs)["leaderElection"]["resourceName"] == lease
+    role, _ = lease_rbac(docs)
+    assert [n for r in role["rules"] for n in r.get("resourceNames", [])] == [lease]
+
+
+def test_leader_election_can_be_forced_on_for_one_replica(tmp_path: Path) -> None:
+    docs = render(tmp_path, None, "leaderElection.enabled=true")
+    assert scheduler_config(docs)["leaderElection"]["leaderElect"] is True
+    lease_rbac(docs)
+
+
+def test_no_lease_rbac_without_leader_election(tmp_path: Path) -> None:
+    assert "Role" not in kinds(render(tmp_path))
+    assert "Role" not in kinds(render(tmp_path, None, "leaderElection.enabled=false"))
+
+
+def test_several_replicas_without_election_are_refused(tmp_path: Path) -> None:
+    err = render_fails(tmp_path, None, "replicas=2", "leaderElection.enabled=false")
+    assert "replicas=2 needs leader election" in err
+
+
+EXPECTED_CLUSTER_RULES = {
+    ("", "pods"): {"get", "list", "watch", "delete"},
+    ("", "pods/binding"): {"create"},
+    ("", "bindings"): {"create"},
+    ("", "pods/status"): {"patch", "update"},
+    ("", "nodes"): {"get", "list", "watch"},
+    ("", "events"): {"create", "patch", "update"},
+    ("events.k8s.io", "events"): {"create", "patch", "update"},
+    ("policy", "poddisruptionbudgets"): {"get", "list", "watch"},
+    ("scheduling.k8s.io", "priorityclasses"): {"get", "list", "watch"},
+    ("", "namespaces"): {"get", "list", "watch"},
+    ("", "persistentvolumeclaims"): {"get", "list", "watch"},
+    ("", "persistentvolumes"): {"get", "list", "watch"},
+    ("storage.k8s.io", "storageclasses"): {"get", "list", "watch"},
+}
+
+
+def test_cluster_role_is_least_privilege(tmp_path: Path) -> None:
+    docs = render(tmp_path, None, "replicas=2")
+    cr = one(docs, "ClusterRole")
+    granted: dict[tuple[str, str], set[str]] = {}
+    for rule in cr["rules"]:
+        assert "resourceNames" not in rule
+        assert "nonResourceURLs" not in rule
+        for group in rule["apiGroups"]:
+            for res in rule["resources"]:
+                granted.setdefault((group, res), set()).update(rule["verbs"])
+    assert granted == EXPECTED_CLUSTER_RULES
+    everything = [cr, *(d for d in docs if d["kind"] == "Role")]
+    for role in everything:
+        for rule in role["rules"]:
+            assert "*" not in rule["verbs"] and "*" not in rule["resources"]
+            assert "secrets" not in rule["resources"]
+            assert "configmaps" not in rule["resources"]
+    crb = one(docs, "ClusterRoleBinding")
+    assert crb["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": cr["metadata"]["name"],
+    }
+
+
+def test_rbac_can_be_left_to_the_operator(tmp_path: Path) -> None:
+    docs = render(tmp_path, None, "rbac.create=false", "replicas=2")
+    assert not {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} & set(kinds(docs))
+
+
+# --- the config checksum ----------------------------------------------------------------
+
+
+def test_checksum_changes_with_the_config_only(tmp_path: Path) -> None:
+    base = checksum(render(tmp_path))
+    assert checksum(render(tmp_path)) == base  # deterministic
+    assert checksum(render(tmp_path, None, "config.preemption.mode=Sync")) != base
+    assert checksum(render(tmp_path, None, "config.podMaxBackoffSeconds=20")) != base
+    assert (
+        checksum(render(tmp_path, {"config": {"profiles": [{"schedulerName": "other"}]}})) != base
+    )
+    # not part of the config file: no roll for these
+    assert checksum(render(tmp_path, None, "resources.requests.cpu=1")) == base
+    assert checksum(render(tmp_path, None, "logLevel=4")) == base
+
+
+# --- monitoring -------------------------------------------------------------------------
+
+
+def test_service_monitor_only_when_enabled(tmp_path: Path) -> None:
+    assert "ServiceMonitor" not in kinds(render(tmp_path))
+    docs = render(
+        tmp_path,
+        None,
+        "serviceMonitor.enabled=true",
+        "serviceMonitor.labels.release=prom",
+        "serviceMonitor.interval=15s",
+    )
+    sm = one(docs, "ServiceMonitor")
+    assert sm["apiVersion"] == "monitoring.coreos.com/v1"
+    assert sm["metadata"]["labels"]["release"] == "prom"
+    (ep,) = sm["spec"]["endpoints"]
+    assert ep["port"] == "metrics" and ep["path"] == "/metrics" and ep["interval"] == "15s"
+    svc = one(docs, "Service")
+    assert sm["spec"]["selector"]["matchLabels"].items() <= svc["metadata"]["labels"].items()
+    assert sm["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
+    assert [p["name"] for p in svc["spec"]["ports"]] == ["metrics"]
+
+
+def test_dashboard_is_real_grafana_json_on_upstream_metrics(tmp_path: Path) -> None:
+    assert "ConfigMap" in kinds(render(tmp_path))
+    assert len([d for d in render(tmp_path) if d["kind"] == "ConfigMap"]) == 1
+    docs = render(tmp_path, None, "dashboard.enabled=true")
+    cm = one(docs, "ConfigMap", f"{RELEASE}-kube-async-scheduler-dashboard")
+    assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+    dash = json.loads(cm["data"]["kube-async-scheduler.json"])
+    assert dash["uid"] and dash["title"] and dash["schemaVersion"] >= 30
+    panels = dash["panels"]
+    ids = [p["id"] for p in panels]
+    assert len(ids) == len(set(ids))
+    exprs = [t["expr"] for p in panels for t in p.get("targets", [])]
+    for metric in UPSTREAM_DASHBOARD_METRICS:
+        assert any(metric in e for e in exprs), f"no panel queries {metric}"
+    assert any("sum by (result)" in e and "schedule_attempts_total" in e for e in exprs)
+    assert any("histogram_quantile(0.99" in e and "scheduling_attempt_duration" in e for e in exprs)
+    assert any("sum by (queue)" in e and "pending_pods" in e for e in exprs)
+    for p in panels:
+        if p["type"] != "row":
+            assert {"h", "w", "x", "y"} <= p["gridPos"].keys()
+            assert p["datasource"]["uid"] == "${datasource}"
+
+
+def test_pdb_when_enabled(tmp_path: Path) -> None:
+    assert "PodDisruptionBudget" not in kinds(render(tmp_path))
+    pdb = one(
+        render(tmp_path, None, "podDisruptionBudget.enabled=true", "replicas=2"),
+        "PodDisruptionBudget",
+    )
+    assert pdb["spec"]["maxUnavailable"] == 1
+
+
+# --- the schema -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sets", "values", "message"),
+    [
+        (("replicas=0",), None, "/replicas"),
+        (("replicas=two",), None, "/replicas"),
+        (("config.preemption.mode=Lazy",), None, "'Async', 'Sync'"),
+        (("config.preemption.victimScope=Mine",), None, "/config/preemption/victimScope"),
+        (("config.percentageOfNodesToScore=101",), None, "/config/percentageOfNodesToScore"),
+        (("leaderElection.enabled=maybe",), None, "/leaderElection/enabled"),
+        (("leaderElection.leaseDuration=15",), None, "/leaderElection/leaseDuration"),
+        (("image.pullPolicy=Sometimes",), None, "/image/pullPolicy"),
+        (("server.port=70000",), None, "/server/port"),
+        (("logLevel=9",), None, "/logLevel"),
+        (("serviceMonitor.enabled=yes-please",), None, "/serviceMonitor/enabled"),
+        (("nosuchkey=1",), None, "nosuchkey"),
+        ((), {"config": {"profiles": []}}, "/config/profiles"),
+        ((), {"config": {"profiles": [{"plugins": {}}]}}, "schedulerName"),
+        (
+            (),
+            {"config": {"profiles": [{"schedulerName": "Bad_Name"}]}},
+            "/config/profiles/0/schedulerName",
+        ),
+        (
+            (),
+            {
+                "config": {
+                    "profiles": [
+                        {"schedulerName": "a", "plugins": {"scor": {"enabled": [{"name": "X"}]}}}
+                    ]
+                }
+            },
+            "scor",
+        ),
+        (
+            (),
+            {"config": {"profiles": [{"schedulerName": "a", "preemption": {"mode": "Eager"}}]}},
+            "/config/profiles/0/preemption/mode",
+        ),
+        (
+            (),
+            {
+                "config": {
+                    "profiles": [
+                        {
+                            "schedulerName": "a",
+                            "pluginConfig": [
+                                {"name": "DefaultPreemption", "args": {"mode": "sync"}}
+                            ],
+                        }
+                    ]
+                }
+            },
+            "/config/profiles/0/pluginConfig/0/args/mode",
+        ),
+    ],
+)
+def test_schema_refuses_bad_values(
+    tmp_path: Path, sets: tuple[str, ...], values: dict[str, Any] | None, message: str
+) -> None:
+    err = render_fails(tmp_path, values, *sets)
+    assert "values don't meet the specifications of the schema" in err, err
+    assert message in err, err
+
+
+# --- lint -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "sets",
+    [
+        (),
+        (
+            "replicas=3",
+            "serviceMonitor.enabled=true",
+            "dashboard.enabled=true",
+            "podDisruptionBudget.enabled=true",
+            "priorityClassName=system-cluster-critical",
+        ),
+    ],
+    ids=["defaults", "everything-on"],
+)
+def test_helm_lint_strict(sets: tuple[str, ...]) -> None:
+    args: list[str] = []
+    for s in sets:
+        args += ["--set", s]
+    for strict in ([], ["--strict"]):
+        proc = helm("lint", str(CHART), *strict, *args, check=False)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "[ERROR]" not in proc.stdout and "[WARNING]" not in proc.stdout, proc.stdout
+
+
+# --- the scheduler accepts what the chart renders ---------------------------------------
+
+
+def _scheduler_run_exists() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("scheduler.app") is not None
+    except ImportError:
+        return False
+
+
+@pytest.mark.skipif(
+    not _scheduler_run_exists(), reason="scheduler.app (the run command) is not built yet"
+)
+@pytest.mark.parametrize("sets", [(), ("replicas=2", "config.preemption.mode=Sync")])
+def test_scheduler_loads_the_rendered_config(tmp_path: Path, sets: tuple[str, ...]) -> None:
+    cfg_file = tmp_path / "config.yaml"
+    cfg_file.write_text(yaml.safe_dump(scheduler_config(render(tmp_path, None, *sets))))
+    out = tmp_path / "effective.yaml"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scheduler",
+            "run",
+            "--config",
+            str(cfg_file),
+            "--kubeconfig",
+            str(tmp_path / "no-such-kubeconfig"),
+            "--write-config-to",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    effective = yaml.safe_load(out.read_text())
+    assert [p["schedulerName"] for p in effective["profiles"]] == ["kube-async-scheduler"]
