@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The test command: set up everything on a fresh machine (venv, control-plane binaries),
+# then run lint, type checks and the whole test suite against a real local control plane.
+#   bash hack/test.sh [pytest args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+step() { printf '\n=== %s\n' "$*"; }
+t() { local s=$SECONDS; "$@"; printf '    (%ds)\n' $((SECONDS - s)); }
+
+step "python environment (.venv, editable install with the dev extra)"
+t bash hack/setup-venv.sh
+step "control-plane binaries (cached by version after the first build)"
+BIN_DIR=$(t bash hack/install-binaries.sh | tail -n 1)
+export KAS_BIN_DIR="$BIN_DIR"
+step "ruff"
+t .venv/bin/ruff check scheduler tests bench
+step "mypy (strict, the scheduler package)"
+t .venv/bin/mypy
+step "pytest"
+set +e
+.venv/bin/pytest -q -p no:cacheprovider "$@"
+rc=$?
+set -e
+# exit code 5 means no test was collected: that is a failure of the suite, say so
+if [ $rc -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi
+exit $rc

@@ -1,0 +1,516 @@
+"""A real local Kubernetes control plane: etcd, kube-apiserver, kube-controller-manager
+and kwok, on free loopback ports, in one directory.
+
+The directory holds everything of one cluster: certificates, etcd data, logs, the admin
+kubeconfig and `cluster.json` (ports and pids). Several clusters can run at once, each in
+its own directory. `down` stops exactly the pids it started (checked against the binary
+path, so a reused pid is never hit) and removes nothing but what `up` made.
+
+Why these flags:
+- `--authorization-mode=Node,RBAC`: RBAC is enforced, so the chart's roles are tested
+  for real.
+- `--disable-admission-plugins=ServiceAccount`: pods created right after their namespace
+  would otherwise race the controller that makes the `default` ServiceAccount (upstream's
+  scheduler_perf does the same). TokenRequest still works.
+- kube-controller-manager without the node-lifecycle and taint-eviction controllers: kwok
+  nodes keep no leases fresh, and we do not want nodes tainted under the tests' feet. Its
+  disruption controller computes PodDisruptionBudget status, which preemption needs.
+- etcd with `--unsafe-no-fsync`: tests and benchmarks, never data anyone keeps.
+"""
+
+from __future__ import annotations
+
+import base64
+import concurrent.futures
+import json
+import logging
+import os
+import shutil
+import signal
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scheduler.cluster import process
+from scheduler.cluster.api import AdminClient
+from scheduler.cluster.binaries import Binaries, find_binaries
+from scheduler.cluster.errors import ClusterError
+from scheduler.cluster.nodes import NodeGroup, default_mix, node_manifests
+from scheduler.cluster.pki import Pki, make_pki
+from scheduler.cluster.ports import LOOPBACK, free_port, port_in_use
+
+log = logging.getLogger(__name__)
+
+STATE_FILE = "cluster.json"
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kwok")
+SERVICE_CIDR = "10.0.0.0/24"
+# Pod IPs are only strings kwok writes into pod status; nothing is ever sent to them.
+POD_CIDR = "10.64.0.0/10"
+KWOK_STAGES = (
+    "node/fast/node-initialize.yaml",
+    "pod/fast/pod-ready.yaml",
+    "pod/fast/pod-complete.yaml",
+    "pod/fast/pod-delete.yaml",
+)
+
+Progress = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+@dataclass
+class ClusterState:
+    dir: str
+    bin_dir: str
+    ports: dict[str, int]
+    pids: dict[str, int] = field(default_factory=dict)
+    binaries: dict[str, str] = field(default_factory=dict)
+    version: str = ""
+
+    @property
+    def api_url(self) -> str:
+        return f"https://{LOOPBACK}:{self.ports['kube-apiserver']}"
+
+
+class LocalCluster:
+    """One local cluster rooted at `directory`."""
+
+    def __init__(self, directory: Path | str, bin_dir: Path | None = None) -> None:
+        self.dir = Path(directory).resolve()
+        self._bin_dir = bin_dir
+        self.state: ClusterState | None = None
+        self._load_state()
+
+    # ----- paths -----------------------------------------------------------------
+    @property
+    def kubeconfig(self) -> Path:
+        return self.dir / "kubeconfig"
+
+    @property
+    def pki_dir(self) -> Path:
+        return self.dir / "pki"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.dir / "logs"
+
+    @property
+    def ca_file(self) -> Path:
+        return self.pki_dir / "ca.crt"
+
+    @property
+    def api_url(self) -> str:
+        if self.state is None:
+            raise ClusterError(f"no cluster in {self.dir}")
+        return self.state.api_url
+
+    def _pki(self) -> Pki:
+        d = self.pki_dir
+        return Pki(
+            d / "ca.crt",
+            d / "ca.key",
+            d / "apiserver.crt",
+            d / "apiserver.key",
+            d / "admin.crt",
+            d / "admin.key",
+            d / "sa.key",
+            d / "sa.pub",
+        )
+
+    def admin(self, timeout: float = 10.0) -> AdminClient:
+        p = self._pki()
+        return AdminClient(self.api_url, p.ca_cert, p.admin_cert, p.admin_key, timeout)
+
+    # ----- state -----------------------------------------------------------------
+    def _load_state(self) -> None:
+        path = self.dir / STATE_FILE
+        if path.is_file():
+            try:
+                self.state = ClusterState(**json.loads(path.read_text()))
+            except (ValueError, TypeError) as exc:
+                raise ClusterError(f"{path} is not a cluster state file ({exc})") from exc
+
+    def _save_state(self) -> None:
+        assert self.state is not None
+        (self.dir / STATE_FILE).write_text(json.dumps(asdict(self.state), indent=2))
+
+    def running(self) -> dict[str, bool]:
+        if self.state is None:
+            return {}
+        return {
+            name: process.is_running(pid, self.state.binaries.get(name))
+            for name, pid in self.state.pids.items()
+        }
+
+    # ----- up --------------------------------------------------------------------
+    def up(
+        self,
+        nodes: Iterable[NodeGroup] | int = 0,
+        *,
+        apiserver_port: int | None = None,
+        progress: Progress = _quiet,
+        extra_apiserver_args: Iterable[str] = (),
+    ) -> None:
+        self._check_directory()
+        bins = find_binaries(self._bin_dir)
+        if apiserver_port is not None and port_in_use(apiserver_port):
+            raise ClusterError(f"port {apiserver_port} on {LOOPBACK} is already in use")
+        t0 = time.monotonic()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        progress("generating the cluster CA, serving and admin certificates")
+        make_pki(self.pki_dir)
+        ports = {
+            "etcd": free_port(),
+            "etcd-peer": free_port(),
+            "kube-apiserver": apiserver_port or free_port(),
+            "kube-controller-manager": free_port(),
+            "kwok": free_port(),
+        }
+        self.state = ClusterState(
+            dir=str(self.dir),
+            bin_dir=str(bins.bin_dir),
+            ports=ports,
+            binaries={n: str(bins.path(n)) for n in COMPONENTS},
+        )
+        self._extra_apiserver_args = list(extra_apiserver_args)
+        self._save_state()
+        try:
+            for name in COMPONENTS:
+                progress(f"starting {name}")
+                self.start_component(name, bins)
+                self._save_state()
+            groups = default_mix(nodes) if isinstance(nodes, int) else list(nodes)
+            manifests = node_manifests(groups) if (not isinstance(nodes, int) or nodes) else []
+            if manifests:
+                progress(f"creating {len(manifests)} kwok nodes")
+                self.create_nodes(manifests)
+                progress("waiting for every node to be Ready")
+                self.wait_nodes_ready({m["metadata"]["name"] for m in manifests})
+        except BaseException:
+            self.down()
+            raise
+        self.state.version = self._server_version()
+        self._save_state()
+        progress(f"cluster up in {time.monotonic() - t0:.1f}s: {self.state.api_url}")
+
+    def _check_directory(self) -> None:
+        if self.state is not None:
+            alive = [n for n, ok in self.running().items() if ok]
+            if alive:
+                raise ClusterError(
+                    f"a cluster is already running in {self.dir} ({', '.join(alive)}); "
+                    f"run 'kube-async-scheduler cluster down --dir {self.dir}' first"
+                )
+            # a stale cluster from a crash: start fresh in the same directory
+            self._remove_contents()
+            self.state = None
+            return
+        if self.dir.exists() and not self.dir.is_dir():
+            raise ClusterError(f"{self.dir} exists and is not a directory")
+        if self.dir.is_dir() and any(self.dir.iterdir()):
+            raise ClusterError(
+                f"{self.dir} is not empty and holds no cluster; choose another --dir"
+            )
+        if self.dir.is_dir() and not os.access(self.dir, os.W_OK):
+            raise ClusterError(f"{self.dir} is not writable")
+
+    def _remove_contents(self) -> None:
+        for name in (STATE_FILE, "kubeconfig", "kwok-stages.yaml", "kcm-kubeconfig"):
+            (self.dir / name).unlink(missing_ok=True)
+        for sub in ("pki", "etcd", "logs"):
+            shutil.rmtree(self.dir / sub, ignore_errors=True)
+
+    # ----- components --------------------------------------------------------------
+    def _argv(self, name: str, bins: Binaries) -> list[str]:
+        assert self.state is not None
+        p = self._pki()
+        ports = self.state.ports
+        etcd_url = f"http://{LOOPBACK}:{ports['etcd']}"
+        if name == "etcd":
+            peer = f"http://{LOOPBACK}:{ports['etcd-peer']}"
+            return [
+                str(bins.path("etcd")),
+                "--name=local",
+                f"--data-dir={self.dir / 'etcd'}",
+                f"--listen-client-urls={etcd_url}",
+                f"--advertise-client-urls={etcd_url}",
+                f"--listen-peer-urls={peer}",
+                f"--initial-advertise-peer-urls={peer}",
+                f"--initial-cluster=local={peer}",
+                "--unsafe-no-fsync",
+                "--quota-backend-bytes=8589934592",
+                "--log-level=warn",
+            ]
+        if name == "kube-apiserver":
+            issuer = "https://kubernetes.default.svc.cluster.local"
+            return [
+                str(bins.path("kube-apiserver")),
+                f"--etcd-servers={etcd_url}",
+                f"--bind-address={LOOPBACK}",
+                f"--advertise-address={LOOPBACK}",
+                f"--secure-port={ports['kube-apiserver']}",
+                f"--tls-cert-file={p.server_cert}",
+                f"--tls-private-key-file={p.server_key}",
+                f"--client-ca-file={p.ca_cert}",
+                "--authorization-mode=Node,RBAC",
+                f"--service-account-issuer={issuer}",
+                f"--api-audiences={issuer}",
+                f"--service-account-key-file={p.sa_pub}",
+                f"--service-account-signing-key-file={p.sa_key}",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--disable-admission-plugins=ServiceAccount",
+                "--allow-privileged=true",
+                "--profiling=false",
+                # the default reconciler refuses a loopback advertise address
+                "--endpoint-reconciler-type=none",
+                "--max-requests-inflight=1000",
+                "--max-mutating-requests-inflight=500",
+                f"--cert-dir={self.pki_dir / 'apiserver-generated'}",
+                *getattr(self, "_extra_apiserver_args", []),
+            ]
+        if name == "kube-controller-manager":
+            return [
+                str(bins.path("kube-controller-manager")),
+                f"--kubeconfig={self.kubeconfig}",
+                f"--bind-address={LOOPBACK}",
+                f"--secure-port={ports['kube-controller-manager']}",
+                "--leader-elect=false",
+                "--controllers=*,-node-lifecycle-controller,-taint-eviction-controller,"
+                "-node-ipam-controller",
+                f"--service-account-private-key-file={p.sa_key}",
+                f"--root-ca-file={p.ca_cert}",
+                "--use-service-account-credentials=false",
+                "--kube-api-qps=200",
+                "--kube-api-burst=400",
+            ]
+        if name == "kwok":
+            return [
+                str(bins.path("kwok")),
+                f"--kubeconfig={self.kubeconfig}",
+                "--manage-all-nodes=false",
+                "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+                f"--config={self._kwok_config(bins)}",
+                f"--cidr={POD_CIDR}",
+                "--node-ip=127.0.0.1",
+                f"--server-address={LOOPBACK}:{ports['kwok']}",
+            ]
+        raise ClusterError(f"unknown component {name!r}")
+
+    def _kwok_config(self, bins: Binaries) -> Path:
+        path = self.dir / "kwok-stages.yaml"
+        docs = []
+        for rel in KWOK_STAGES:
+            src = bins.kwok_stages / rel
+            try:
+                docs.append(src.read_text().strip())
+            except OSError as exc:
+                raise ClusterError(
+                    f"kwok stage {src} is missing (run hack/install-binaries.sh)"
+                ) from exc
+        path.write_text("\n---\n".join(docs) + "\n")
+        return path
+
+    def start_component(self, name: str, bins: Binaries | None = None) -> None:
+        assert self.state is not None
+        bins = bins or find_binaries(Path(self.state.bin_dir))
+        pid = process.start(name, self._argv(name, bins), self.log_dir)
+        self.state.pids[name] = pid
+        self._save_state()
+        try:
+            self._wait_component(name, pid)
+        except ClusterError:
+            raise
+        if name == "kube-apiserver":
+            self._write_kubeconfig()
+
+    def stop_component(self, name: str, sig: int = signal.SIGTERM) -> None:
+        assert self.state is not None
+        pid = self.state.pids.get(name)
+        if pid:
+            process.stop(pid, self.state.binaries.get(name), sig=sig)
+
+    def _wait_component(self, name: str, pid: int, timeout: float = 90.0) -> None:
+        assert self.state is not None
+        deadline = time.monotonic() + timeout
+        binary = self.state.binaries.get(name)
+        while time.monotonic() < deadline:
+            if not process.is_running(pid, binary):
+                raise ClusterError(
+                    f"{name} exited during start: {process.last_log_line(self.log_dir, name)} "
+                    f"(log: {self.log_dir / (name + '.log')})"
+                )
+            if self._component_ready(name):
+                return
+            time.sleep(0.1)
+        raise ClusterError(
+            f"{name} did not become ready in {timeout:.0f}s (log: {self.log_dir / (name + '.log')})"
+        )
+
+    def _component_ready(self, name: str) -> bool:
+        assert self.state is not None
+        if name == "etcd":
+            import urllib.request
+
+            try:
+                with urllib.request.urlopen(
+                    f"http://{LOOPBACK}:{self.state.ports['etcd']}/health", timeout=2
+                ) as r:
+                    return bool(json.loads(r.read()).get("health") == "true")
+            except (OSError, ValueError):
+                return False
+        if name == "kube-apiserver":
+            try:
+                status, body = self.admin(timeout=3).get_text("/readyz")
+            except OSError:
+                return False
+            return status == 200 and body.strip() == "ok"
+        # the controller manager and kwok count as ready once they serve on their port
+        # (each serves only after it has loaded its configuration and reached the API)
+        return port_in_use(self.state.ports[name])
+
+    def _write_kubeconfig(self) -> None:
+        p = self._pki()
+
+        def b64(path: Path) -> str:
+            return base64.b64encode(path.read_bytes()).decode()
+
+        cfg = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "local",
+                    "cluster": {
+                        "server": self.api_url,
+                        "certificate-authority-data": b64(p.ca_cert),
+                    },
+                }
+            ],
+            "users": [
+                {
+                    "name": "admin",
+                    "user": {
+                        "client-certificate-data": b64(p.admin_cert),
+                        "client-key-data": b64(p.admin_key),
+                    },
+                }
+            ],
+            "contexts": [{"name": "local", "context": {"cluster": "local", "user": "admin"}}],
+            "current-context": "local",
+        }
+        self.kubeconfig.write_text(yaml.safe_dump(cfg))
+        self.kubeconfig.chmod(0o600)
+
+    def _server_version(self) -> str:
+        status, body = self.admin().request("GET", "/version")
+        return str(body.get("gitVersion", "")) if status == 200 and isinstance(body, dict) else ""
+
+    # ----- nodes -----------------------------------------------------------------
+    def create_nodes(self, manifests: list[dict[str, Any]], workers: int = 16) -> None:
+        admin = self.admin()
+
+        def create(node: dict[str, Any]) -> None:
+            name = node["metadata"]["name"]
+            status, body = admin.request("POST", "/api/v1/nodes", node)
+            if status == 409:
+                raise ClusterError(f"node {name} already exists")
+            if status not in (200, 201):
+                raise ClusterError(f"creating node {name}: HTTP {status}: {_message(body)}")
+            # The API server keeps status on create, but kwok may initialise the node in
+            # between; writing status again makes capacity exactly what the mix says.
+            patch = {"status": node["status"]}
+            status, body = admin.request(
+                "PATCH", f"/api/v1/nodes/{name}/status", patch, "application/merge-patch+json"
+            )
+            if status != 200:
+                raise ClusterError(
+                    f"setting status of node {name}: HTTP {status}: {_message(body)}"
+                )
+
+        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            for fut in [pool.submit(create, m) for m in manifests]:
+                fut.result()
+
+    def ready_nodes(self) -> set[str]:
+        status, body = self.admin(timeout=30).request("GET", "/api/v1/nodes")
+        if status != 200:
+            raise ClusterError(f"listing nodes: HTTP {status}: {_message(body)}")
+        ready = set()
+        for n in body.get("items", []):
+            for c in n.get("status", {}).get("conditions", []) or []:
+                if c.get("type") == "Ready" and c.get("status") == "True":
+                    ready.add(n["metadata"]["name"])
+        return ready
+
+    def wait_nodes_ready(self, names: set[str], timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            missing = names - self.ready_nodes()
+            if not missing:
+                return
+            if time.monotonic() > deadline:
+                example = sorted(missing)[0]
+                raise ClusterError(
+                    f"{len(missing)} node(s) not Ready after {timeout:.0f}s, e.g. {example}"
+                )
+            time.sleep(0.25)
+
+    # ----- down / status -----------------------------------------------------------
+    def down(self) -> list[str]:
+        """Stop every process of this cluster (reverse start order). Returns their names."""
+        if self.state is None:
+            return []
+        stopped = []
+        for name in reversed(COMPONENTS):
+            pid = self.state.pids.get(name)
+            if pid and process.is_running(pid, self.state.binaries.get(name)):
+                process.stop(pid, self.state.binaries.get(name))
+                stopped.append(name)
+        self.state.pids = {}
+        self._save_state()
+        return stopped
+
+    def purge(self) -> list[str]:
+        """down() and remove the directory's contents made by up()."""
+        stopped = self.down()
+        self._remove_contents()
+        self.state = None
+        return stopped
+
+    def status(self) -> dict[str, Any]:
+        if self.state is None:
+            return {"dir": str(self.dir), "running": False}
+        run = self.running()
+        info: dict[str, Any] = {
+            "dir": str(self.dir),
+            "running": bool(run) and all(run.values()),
+            "api_url": self.state.api_url,
+            "kubeconfig": str(self.kubeconfig),
+            "version": self.state.version,
+            "components": {
+                n: {
+                    "pid": self.state.pids.get(n),
+                    "running": run.get(n, False),
+                    "port": self.state.ports.get(n),
+                }
+                for n in COMPONENTS
+            },
+        }
+        if run.get("kube-apiserver"):
+            try:
+                info["nodes_ready"] = len(self.ready_nodes())
+            except (ClusterError, OSError):
+                info["nodes_ready"] = None
+        return info
+
+
+def _message(body: Any) -> str:
+    if isinstance(body, dict):
+        return str(body.get("message", body))
+    return str(body)[:300]
