@@ -1,0 +1,651 @@
+"""The scheduling queue: activeQ, backoffQ, unschedulable pods, gated pods, in-flight pods.
+
+Modelled on upstream's PriorityQueue (pkg/scheduler/backend/queue). Every pending pod of
+this scheduler is in exactly one of:
+
+- **activeQ**: a heap ordered by the QueueSort less-function; ``pop()`` takes the head.
+- **backoffQ**: pods that failed recently, ordered by backoff expiry
+  (``timestamp + initial * 2^(attempts-1)``, capped); moved to activeQ by
+  ``flush_backoff_completed`` (every second).
+- **unschedulable**: pods rejected by plugins; each remembers its rejector plugins. Only a
+  cluster event registered by one of them (and whose hint says QUEUE) moves it, or the
+  leftover flush after 5 minutes.
+- **gated**: pods PreEnqueue rejected (scheduling gates, the preemption gate). They never
+  enter activeQ until PreEnqueue passes; PreEnqueue is re-run when a registered event of
+  the gating plugin arrives, on update, on ``activate`` and by the leftover flush.
+- **in flight**: popped and not yet ``done``. Cluster events that arrive while a pod is in
+  flight are kept, so that when the attempt fails, an event that may have made it
+  schedulable sends the pod to backoff instead of unschedulable (upstream's in-flight
+  events, KEP-4247). Activation of an in-flight pod is remembered the same way.
+
+PreEnqueue runs on every entry into activeQ. The queue does not import plugins: the
+PreEnqueue check and the per-plugin events are supplied at construction. Time comes from
+an injectable clock; the periodic flushes are plain methods so tests call them directly.
+
+Thread model: one asyncio loop; all methods but ``pop`` are synchronous and never await,
+so each is atomic with respect to other tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic
+
+from scheduler.clock import SYSTEM_CLOCK, Clock
+from scheduler.framework.cluster_event import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
+from scheduler.framework.status import Status
+from scheduler.metrics import SchedulerMetrics
+from scheduler.queue import events as ev
+from scheduler.queue.heap import KeyedHeap
+from scheduler.queue.pod_info import (
+    LessFn,
+    P,
+    QueuedPodInfo,
+    backoff_duration,
+    priority_sort_less,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_POD_INITIAL_BACKOFF = 1.0
+DEFAULT_POD_MAX_BACKOFF = 10.0
+# upstream DefaultPodMaxInUnschedulablePodsDuration and the flush periods
+DEFAULT_MAX_IN_UNSCHEDULABLE = 300.0
+BACKOFF_FLUSH_INTERVAL = 1.0
+UNSCHEDULABLE_FLUSH_INTERVAL = 30.0
+
+ACTIVE = "active"
+BACKOFF = "backoff"
+UNSCHEDULABLE = "unschedulable"
+GATED = "gated"
+
+PreEnqueueFn = Callable[[Any], Status]
+
+
+def _always_enqueue(_pod: Any) -> Status:
+    return Status.success()
+
+
+class _Strategy(enum.Enum):
+    SKIP = 0
+    AFTER_BACKOFF = 1
+    IMMEDIATELY = 2
+
+
+class QueueState(enum.Enum):
+    NEW = "new"
+    RUNNING = "running"
+    CLOSED = "closed"
+
+
+class QueueClosedError(RuntimeError):
+    """run() on a closed queue, or run() twice."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStatistics:
+    active: int
+    backoff: int
+    unschedulable: int
+    gated: int
+    in_flight: int
+    scheduling_cycle: int
+
+    def pending_pods(self) -> dict[str, int]:
+        """The values of scheduler_pending_pods{queue}."""
+        return {
+            ACTIVE: self.active,
+            BACKOFF: self.backoff,
+            UNSCHEDULABLE: self.unschedulable,
+            GATED: self.gated,
+        }
+
+
+@dataclass(slots=True)
+class _InFlight(Generic[P]):
+    info: QueuedPodInfo[P]
+    first_event: int  # index into the in-flight event log when the pod was popped
+    force_activate: bool = False
+    deleted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _RecordedEvent:
+    seq: int
+    event: ClusterEvent
+    old: Any
+    new: Any
+
+
+class SchedulingQueue(Generic[P]):
+    def __init__(
+        self,
+        *,
+        less: LessFn[P] = priority_sort_less,
+        pre_enqueue: PreEnqueueFn = _always_enqueue,
+        events_to_register: Mapping[str, Sequence[ClusterEventWithHint]] | None = None,
+        pod_initial_backoff: float = DEFAULT_POD_INITIAL_BACKOFF,
+        pod_max_backoff: float = DEFAULT_POD_MAX_BACKOFF,
+        max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE,
+        clock: Clock = SYSTEM_CLOCK,
+        metrics: SchedulerMetrics | None = None,
+        backoff_flush_interval: float = BACKOFF_FLUSH_INTERVAL,
+        unschedulable_flush_interval: float = UNSCHEDULABLE_FLUSH_INTERVAL,
+    ) -> None:
+        if pod_initial_backoff <= 0 or pod_max_backoff < pod_initial_backoff:
+            raise ValueError("need 0 < pod_initial_backoff <= pod_max_backoff")
+        self._clock = clock
+        self._pre_enqueue = pre_enqueue
+        self._hints: dict[str, tuple[ClusterEventWithHint, ...]] = {
+            name: tuple(evs) for name, evs in (events_to_register or {}).items()
+        }
+        self._initial_backoff = pod_initial_backoff
+        self._max_backoff = pod_max_backoff
+        self._max_in_unschedulable = max_in_unschedulable
+        self._metrics = metrics
+        self._backoff_interval = backoff_flush_interval
+        self._unschedulable_interval = unschedulable_flush_interval
+
+        self._active: KeyedHeap[QueuedPodInfo[P]] = KeyedHeap(lambda i: i.uid, less)
+        self._backoff: KeyedHeap[QueuedPodInfo[P]] = KeyedHeap(
+            lambda i: i.uid, lambda a, b: self.backoff_expiry(a) < self.backoff_expiry(b)
+        )
+        self._unschedulable: dict[str, QueuedPodInfo[P]] = {}
+        self._gated: dict[str, QueuedPodInfo[P]] = {}
+        self._in_flight: dict[str, _InFlight[P]] = {}
+        self._events: list[_RecordedEvent] = []
+        self._event_seq = 0
+        self._scheduling_cycle = 0
+        self._move_request_cycle = -1
+        # plugin -> profile counted in unschedulable_pods, per uid, to decrement exactly
+        self._counted: dict[str, tuple[str, frozenset[str]]] = {}
+
+        self._wakeup = asyncio.Event()
+        self._state = QueueState.NEW
+        self._tasks: list[asyncio.Task[None]] = []
+        if metrics is not None:
+            self._bind_pending_pods_gauge(metrics)
+
+    # ------------------------------------------------------------------ informer intake
+
+    def add(self, pod: P) -> None:
+        """A new pending pod (informer add)."""
+        if self._where(pod.uid) is not None or pod.uid in self._in_flight:
+            self.update(pod, pod)
+            return
+        info: QueuedPodInfo[P] = QueuedPodInfo(pod=pod, timestamp=self._clock.now())
+        self._move_to_active(info, ev.POD_ADD)
+
+    def update(self, old: P, new: P) -> None:
+        """A pending pod changed (informer update)."""
+        uid = new.uid
+        flight = self._in_flight.get(uid)
+        if flight is not None:
+            # the attempt in progress uses the old object; keep the update as an event so a
+            # failure of this attempt can be requeued by it
+            flight.info.pod = new
+            event = ev.pod_update_event(EventResource.UNSCHEDULED_POD, old, new)
+            if event is not None:
+                self._record_in_flight_event(event, old, new)
+            return
+        where = self._where(uid)
+        if where is None:
+            self.add(new)
+            return
+        if where == ACTIVE:
+            info = self._active.get(uid)
+            assert info is not None
+            info.pod = new
+            self._active.fix(uid)
+        elif where == BACKOFF:
+            info = self._backoff.get(uid)
+            assert info is not None
+            info.pod = new
+        elif where == GATED:
+            # the gate itself may have opened (scheduling gates removed): check it again
+            info = self._gated.pop(uid)
+            info.pod = new
+            self._move_to_active(info, ev.POD_UPDATE)
+        else:
+            info = self._unschedulable[uid]
+            info.pod = new
+            event = ev.pod_update_event(EventResource.UNSCHEDULED_POD, old, new)
+            if event is None:
+                return
+            strategy = self._worth_requeuing(info, event, old, new)
+            if strategy is not _Strategy.SKIP:
+                del self._unschedulable[uid]
+                self._requeue(info, strategy, ev.POD_UPDATE)
+
+    def delete(self, pod: P) -> None:
+        """A pending pod was deleted (or got bound by someone else)."""
+        uid = pod.uid
+        flight = self._in_flight.get(uid)
+        if flight is not None:
+            flight.deleted = True
+        self._active.remove(uid)
+        self._backoff.remove(uid)
+        self._unschedulable.pop(uid, None)
+        self._gated.pop(uid, None)
+        self._uncount_unschedulable(uid)
+
+    def assigned_pod_added(self, pod: Any) -> None:
+        """A pod was bound to a node: usage grew, affinity targets appeared."""
+        self.move_all_to_active_or_backoff(ev.ASSIGNED_POD_ADD, None, pod)
+
+    def assigned_pod_updated(self, old: Any, new: Any) -> None:
+        event = ev.pod_update_event(EventResource.ASSIGNED_POD, old, new)
+        if event is not None:
+            self.move_all_to_active_or_backoff(event, old, new)
+
+    def assigned_pod_deleted(self, pod: Any) -> None:
+        """A bound pod went away: its node has room now."""
+        self.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, pod, None)
+
+    # ------------------------------------------------------------------ scheduling loop
+
+    async def pop(self) -> QueuedPodInfo[P] | None:
+        """The head of activeQ, waiting for one; None once the queue is closed.
+
+        The pod is in flight until ``done(uid)``.
+        """
+        while True:
+            if self._state is QueueState.CLOSED:
+                return None
+            if len(self._active):
+                return self._pop_now()
+            self._wakeup.clear()
+            await self._wakeup.wait()
+
+    def _pop_now(self) -> QueuedPodInfo[P]:
+        info = self._active.pop()
+        info.attempts += 1
+        self._scheduling_cycle += 1
+        self._uncount_unschedulable(info.uid)
+        info.unschedulable_plugins = set()
+        info.pending_plugins = set()
+        self._in_flight[info.uid] = _InFlight(info, self._event_seq)
+        return info
+
+    @property
+    def scheduling_cycle(self) -> int:
+        """Incremented by every pop; hand it back to add_unschedulable_if_not_present."""
+        return self._scheduling_cycle
+
+    def done(self, uid: str) -> None:
+        """The attempt of this pod is over (bound, requeued or dropped)."""
+        if self._in_flight.pop(uid, None) is None:
+            return
+        self._prune_events()
+
+    def add_unschedulable_if_not_present(
+        self,
+        info: QueuedPodInfo[P],
+        rejector_plugins: Iterable[str],
+        pod_scheduling_cycle: int,
+        *,
+        pending_plugins: Iterable[str] = (),
+    ) -> str | None:
+        """Put a pod back after a failed attempt; returns the queue it went to.
+
+        ``rejector_plugins`` are the plugins that returned Unschedulable; none means the
+        attempt failed with an error, and the pod goes to backoff. Otherwise it goes to
+        unschedulable, unless an event relevant to its rejectors arrived while it was in
+        flight (or, for a pod not popped from this queue, a move request happened since
+        ``pod_scheduling_cycle``): then to backoff. An ``activate`` during the attempt
+        sends it to activeQ. A pod deleted while in flight is dropped (returns None), and
+        so is one already queued elsewhere.
+        """
+        uid = info.uid
+        if self._where(uid) is not None:
+            log.warning("pod already queued, not re-adding pod=%s", info.key)
+            return None
+        flight = self._in_flight.get(uid)
+        if flight is not None:
+            if flight.deleted:
+                log.debug("pod deleted during its attempt, dropping pod=%s", info.key)
+                return None
+            if flight.info is not info:
+                info.pod = flight.info.pod  # the latest object the informer delivered
+        info.unschedulable_plugins = set(rejector_plugins)
+        info.pending_plugins = set(pending_plugins)
+        info.gated = False
+        info.gating_message = ""
+        info.timestamp = self._clock.now()
+        self._count_unschedulable(info)
+
+        if flight is not None and flight.force_activate:
+            strategy = _Strategy.IMMEDIATELY
+        elif not info.rejector_plugins():
+            strategy = _Strategy.AFTER_BACKOFF
+        elif flight is not None:
+            strategy = _Strategy.SKIP
+            for rec in self._events:
+                if rec.seq < flight.first_event:
+                    continue
+                s = self._worth_requeuing(info, rec.event, rec.old, rec.new)
+                if s is not _Strategy.SKIP:
+                    strategy = s
+                    break
+        elif self._move_request_cycle >= pod_scheduling_cycle:
+            strategy = _Strategy.AFTER_BACKOFF
+        else:
+            strategy = _Strategy.SKIP
+
+        if strategy is _Strategy.SKIP:
+            self._unschedulable[uid] = info
+            self._incoming(UNSCHEDULABLE, ev.SCHEDULE_ATTEMPT_FAILURE)
+            return UNSCHEDULABLE
+        return self._requeue(info, strategy, ev.SCHEDULE_ATTEMPT_FAILURE)
+
+    def activate(self, pods: Iterable[Any]) -> None:
+        """Move these pods to activeQ now (through PreEnqueue), skipping backoff and hints.
+
+        Used when a plugin knows a pod can go (the preemption task ended). A pod in flight
+        is remembered and goes to activeQ when its attempt fails.
+        """
+        for pod in pods:
+            uid = pod.uid
+            flight = self._in_flight.get(uid)
+            if flight is not None:
+                flight.force_activate = True
+                continue
+            info = self._take_waiting(uid)
+            if info is None:
+                continue  # in activeQ already, or unknown
+            self._move_to_active(info, ev.FORCE_ACTIVATE.label)
+
+    def move_all_to_active_or_backoff(
+        self,
+        event: ClusterEvent,
+        old: Any = None,
+        new: Any = None,
+        pre_check: Callable[[Any], bool] | None = None,
+    ) -> int:
+        """A cluster event happened: requeue the unschedulable and gated pods it may help.
+
+        A pod moves when one of its rejector plugins registered a matching event whose hint
+        says QUEUE (no hint: QUEUE); wildcard events move every pod. Returns how many pods
+        moved.
+        """
+        if self._in_flight:
+            self._record_in_flight_event(event, old, new)
+        self._move_request_cycle = self._scheduling_cycle
+        moved = 0
+        label = ev.event_label(event)
+        for source in (self._unschedulable, self._gated):
+            for uid, info in list(source.items()):
+                if pre_check is not None and not pre_check(info.pod):
+                    continue
+                strategy = self._worth_requeuing(info, event, old, new)
+                if strategy is _Strategy.SKIP:
+                    continue
+                del source[uid]
+                self._requeue(info, strategy, label)
+                moved += 1
+        return moved
+
+    # ------------------------------------------------------------------ periodic flushes
+
+    def flush_backoff_completed(self) -> int:
+        """Move pods whose backoff expired to activeQ (through PreEnqueue)."""
+        now = self._clock.now()
+        moved = 0
+        while True:
+            head = self._backoff.peek()
+            if head is None or self.backoff_expiry(head) > now:
+                break
+            self._backoff.pop()
+            self._move_to_active(head, ev.BACKOFF_COMPLETE)
+            moved += 1
+        return moved
+
+    def flush_unschedulable_left_over(self) -> int:
+        """Requeue pods unschedulable for longer than max_in_unschedulable (5 minutes).
+
+        Gated pods that long are checked against PreEnqueue again: the gate may have opened
+        without an event the gating plugin registered (a victim gone during a re-list).
+        """
+        now = self._clock.now()
+        label = ev.UNSCHEDULABLE_TIMEOUT.label
+        moved = 0
+        for uid, info in list(self._unschedulable.items()):
+            if now - info.timestamp > self._max_in_unschedulable:
+                del self._unschedulable[uid]
+                self._requeue(info, _Strategy.AFTER_BACKOFF, label)
+                moved += 1
+        for uid, info in list(self._gated.items()):
+            if now - info.timestamp > self._max_in_unschedulable:
+                del self._gated[uid]
+                if self._requeue(info, _Strategy.AFTER_BACKOFF, label) != GATED:
+                    moved += 1
+        return moved
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def state(self) -> QueueState:
+        return self._state
+
+    def run(self) -> None:
+        """Start the flush tasks (needs a running event loop)."""
+        if self._state is not QueueState.NEW:
+            raise QueueClosedError(f"queue cannot run in state {self._state.value}")
+        self._state = QueueState.RUNNING
+        self._tasks = [
+            asyncio.create_task(
+                self._periodic(self.flush_backoff_completed, self._backoff_interval),
+                name="queue-flush-backoff",
+            ),
+            asyncio.create_task(
+                self._periodic(self.flush_unschedulable_left_over, self._unschedulable_interval),
+                name="queue-flush-unschedulable",
+            ),
+        ]
+
+    def close(self) -> None:
+        """Stop the flushes and wake every pop() waiter, which then returns None."""
+        if self._state is QueueState.CLOSED:
+            return
+        self._state = QueueState.CLOSED
+        for task in self._tasks:
+            task.cancel()
+        self._wakeup.set()
+
+    async def wait_closed(self) -> None:
+        """After close(): wait until the flush tasks are gone."""
+        tasks, self._tasks = self._tasks, []
+        # gather collects the tasks' CancelledError; a cancel of this waiter still propagates
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _periodic(self, flush: Callable[[], int], interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                flush()
+            except Exception:  # a bug in one flush must not stop the queue
+                log.exception("queue flush failed flush=%s", flush.__name__)
+
+    # ------------------------------------------------------------------ introspection
+
+    def statistics(self) -> QueueStatistics:
+        return QueueStatistics(
+            active=len(self._active),
+            backoff=len(self._backoff),
+            unschedulable=len(self._unschedulable),
+            gated=len(self._gated),
+            in_flight=len(self._in_flight),
+            scheduling_cycle=self._scheduling_cycle,
+        )
+
+    def pending_pods(self) -> list[tuple[QueuedPodInfo[P], str]]:
+        """Every queued pod with its queue name (for the debug endpoint)."""
+        out: list[tuple[QueuedPodInfo[P], str]] = [(i, ACTIVE) for i in self._active]
+        out += [(i, BACKOFF) for i in self._backoff]
+        out += [(i, UNSCHEDULABLE) for i in self._unschedulable.values()]
+        out += [(i, GATED) for i in self._gated.values()]
+        return out
+
+    def where(self, uid: str) -> str | None:
+        """The queue holding this pod (active/backoff/unschedulable/gated), 'in_flight', or
+        None."""
+        if uid in self._in_flight:
+            return "in_flight"
+        return self._where(uid)
+
+    def get(self, uid: str) -> QueuedPodInfo[P] | None:
+        flight = self._in_flight.get(uid)
+        if flight is not None:
+            return flight.info
+        return (
+            self._active.get(uid)
+            or self._backoff.get(uid)
+            or self._unschedulable.get(uid)
+            or self._gated.get(uid)
+        )
+
+    def backoff_expiry(self, info: QueuedPodInfo[P]) -> float:
+        return info.timestamp + backoff_duration(
+            info.attempts, self._initial_backoff, self._max_backoff
+        )
+
+    # ------------------------------------------------------------------ internals
+
+    def _where(self, uid: str) -> str | None:
+        if uid in self._active:
+            return ACTIVE
+        if uid in self._backoff:
+            return BACKOFF
+        if uid in self._unschedulable:
+            return UNSCHEDULABLE
+        if uid in self._gated:
+            return GATED
+        return None
+
+    def _take_waiting(self, uid: str) -> QueuedPodInfo[P] | None:
+        info = self._backoff.remove(uid)
+        if info is None:
+            info = self._unschedulable.pop(uid, None)
+        if info is None:
+            info = self._gated.pop(uid, None)
+        return info
+
+    def _move_to_active(self, info: QueuedPodInfo[P], label: str) -> str:
+        status = self._pre_enqueue(info.pod)
+        if not status.ok:
+            if not info.gated:
+                log.debug(
+                    "pod gated by PreEnqueue pod=%s plugin=%s reason=%s",
+                    info.key,
+                    status.plugin,
+                    status.message(),
+                )
+            was_gated = info.gated
+            info.gated = True
+            info.gating_message = status.message()
+            info.unschedulable_plugins = {status.plugin} if status.plugin else set()
+            info.pending_plugins = set()
+            self._gated[info.uid] = info
+            if not was_gated:  # a re-check that keeps the gate closed is not an arrival
+                self._incoming(GATED, label)
+            return GATED
+        info.gated = False
+        info.gating_message = ""
+        if info.initial_attempt_timestamp is None:
+            info.initial_attempt_timestamp = self._clock.now()
+        self._active.push(info)
+        self._incoming(ACTIVE, label)
+        self._wakeup.set()
+        return ACTIVE
+
+    def _requeue(self, info: QueuedPodInfo[P], strategy: _Strategy, label: str) -> str:
+        """Into backoffQ if still backing off (and not only waiting on Pending plugins),
+        else through PreEnqueue into activeQ."""
+        pending_only = bool(info.pending_plugins) and not info.unschedulable_plugins
+        if (
+            strategy is _Strategy.AFTER_BACKOFF
+            and not info.gated
+            and not pending_only
+            and self.backoff_expiry(info) > self._clock.now()
+        ):
+            self._backoff.push(info)
+            self._incoming(BACKOFF, label)
+            return BACKOFF
+        return self._move_to_active(info, label)
+
+    def _worth_requeuing(
+        self, info: QueuedPodInfo[P], event: ClusterEvent, old: Any, new: Any
+    ) -> _Strategy:
+        if event == ev.FORCE_ACTIVATE:
+            return _Strategy.IMMEDIATELY
+        rejectors = info.rejector_plugins()
+        if not rejectors or event.resource == EventResource.WILDCARD:
+            return _Strategy.AFTER_BACKOFF
+        for plugin in sorted(rejectors):
+            for registered in self._hints.get(plugin, ()):
+                if not registered.event.matches(event):
+                    continue
+                if registered.hint is None:
+                    return _Strategy.AFTER_BACKOFF
+                try:
+                    hint = registered.hint(info.pod, old, new)
+                except Exception:
+                    # as upstream: a failing hint must not strand the pod
+                    log.exception(
+                        "queueing hint failed, requeueing pod=%s plugin=%s", info.key, plugin
+                    )
+                    return _Strategy.AFTER_BACKOFF
+                if hint is QueueingHint.QUEUE:
+                    return _Strategy.AFTER_BACKOFF
+        return _Strategy.SKIP
+
+    def _record_in_flight_event(self, event: ClusterEvent, old: Any, new: Any) -> None:
+        self._events.append(_RecordedEvent(self._event_seq, event, old, new))
+        self._event_seq += 1
+
+    def _prune_events(self) -> None:
+        """Drop events no in-flight pod can still see."""
+        if not self._in_flight:
+            self._events.clear()
+            return
+        oldest = min(f.first_event for f in self._in_flight.values())
+        if self._events and self._events[0].seq < oldest:
+            self._events = [e for e in self._events if e.seq >= oldest]
+
+    def _incoming(self, queue: str, label: str) -> None:
+        if self._metrics is not None:
+            self._metrics.queue_incoming_pods.labels(queue=queue, event=label).inc()
+
+    def _count_unschedulable(self, info: QueuedPodInfo[P]) -> None:
+        self._uncount_unschedulable(info.uid)
+        plugins = frozenset(info.rejector_plugins())
+        if self._metrics is None or not plugins:
+            return
+        profile = str(getattr(info.pod, "scheduler_name", ""))
+        for plugin in plugins:
+            self._metrics.unschedulable_pods.labels(plugin=plugin, profile=profile).inc()
+        self._counted[info.uid] = (profile, plugins)
+
+    def _uncount_unschedulable(self, uid: str) -> None:
+        counted = self._counted.pop(uid, None)
+        if counted is None or self._metrics is None:
+            return
+        profile, plugins = counted
+        for plugin in plugins:
+            self._metrics.unschedulable_pods.labels(plugin=plugin, profile=profile).dec()
+
+    def _bind_pending_pods_gauge(self, metrics: SchedulerMetrics) -> None:
+        gauge = metrics.pending_pods
+        gauge.labels(queue=ACTIVE).set_function(lambda: len(self._active))
+        gauge.labels(queue=BACKOFF).set_function(lambda: len(self._backoff))
+        gauge.labels(queue=UNSCHEDULABLE).set_function(lambda: len(self._unschedulable))
+        gauge.labels(queue=GATED).set_function(lambda: len(self._gated))
