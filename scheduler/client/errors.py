@@ -61,6 +61,8 @@ class ApiError(Exception):
     the Status reason (e.g. "NotFound", "AlreadyExists") and `message` its message."""
 
     retryable = False
+    attempts = 1
+    """How many attempts the dispatcher made before giving up with this error."""
 
     def __init__(
         self,

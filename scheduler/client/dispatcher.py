@@ -1,0 +1,341 @@
+"""The API dispatcher: every write of the scheduler goes through here.
+
+One place for client-side flow control and retries, as client-go's rest client gives
+kube-scheduler:
+
+- a token bucket (clientConnection qps/burst, default 50/100) taken before each attempt;
+- a bound on requests in flight (a semaphore);
+- retries with capped, jittered backoff only where they are safe: 429 (honouring the
+  server's retry-after), 5xx and transport errors. 4xx answers (409 Conflict, 404
+  NotFound, 403 Forbidden, 422 Invalid, ...) are final and raised at once;
+- an `on_request(verb, resource, code)` callback per attempt (code "<error>" when no
+  answer came), for scheduler_api_requests_total, and `on_latency(verb, resource, s)`.
+
+Operations are coroutines; `submit()` runs one as a tracked background task so the
+scheduling loop never waits on the API, and `drain()` lets shutdown finish them.
+
+Bodies are plain dicts: nothing here builds generated model classes. In particular the
+binding goes through the raw helper and checks the HTTP status, because
+kubernetes_asyncio's create_namespaced_pod_binding fails on success (the server answers
+a Status where the client expects a Binding).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from scheduler.client.backoff import Backoff
+from scheduler.client.connection import (
+    JSON,
+    MERGE_PATCH,
+    STRATEGIC_MERGE_PATCH,
+    Connection,
+    Query,
+    Response,
+)
+from scheduler.client.errors import ApiError, Conflict
+from scheduler.clock import SYSTEM_CLOCK, Clock
+
+__all__ = [
+    "Dispatcher",
+    "DispatcherSettings",
+    "DispatcherStatistics",
+    "TokenBucket",
+]
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+
+Sleep = Callable[[float], Coroutine[Any, Any, None]]
+
+
+class TokenBucket:
+    """`qps` tokens a second, at most `burst` saved up. `reserve()` takes a token now
+    and says how long to wait before using it (the bucket may go into debt, so waiters
+    are served in arrival order, as golang.org/x/time/rate's Reserve). qps <= 0 means
+    no limit."""
+
+    def __init__(self, qps: float, burst: int, clock: Clock = SYSTEM_CLOCK) -> None:
+        if qps > 0 and burst < 1:
+            raise ValueError("burst must be >= 1 when qps is limited")
+        self.qps = qps
+        self.burst = burst
+        self._clock = clock
+        self._tokens = float(burst)
+        self._last = clock.now()
+
+    @property
+    def unlimited(self) -> bool:
+        return self.qps <= 0
+
+    def _refill(self) -> None:
+        now = self._clock.now()
+        elapsed = max(0.0, now - self._last)
+        self._last = now
+        self._tokens = min(float(self.burst), self._tokens + elapsed * self.qps)
+
+    def available(self) -> float:
+        if self.unlimited:
+            return float("inf")
+        self._refill()
+        return self._tokens
+
+    def reserve(self) -> float:
+        if self.unlimited:
+            return 0.0
+        self._refill()
+        self._tokens -= 1.0
+        return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
+
+    async def acquire(self, sleep: Sleep = asyncio.sleep) -> float:
+        wait = self.reserve()
+        if wait > 0:
+            await sleep(wait)
+        return wait
+
+
+@dataclass(frozen=True, slots=True)
+class DispatcherSettings:
+    qps: float = 50.0
+    """clientConnection.qps: requests per second; <= 0 disables the limit."""
+    burst: int = 100
+    """clientConnection.burst: requests that may go at once after a quiet period."""
+    max_in_flight: int = 64
+    """requests on the wire at once."""
+    max_attempts: int = 5
+    """attempts per call when the failure is retryable (1 = no retries)."""
+    retry_initial: float = 0.2
+    """seconds before the first retry; doubles to retry_max, jittered."""
+    retry_max: float = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class DispatcherStatistics:
+    in_flight: int
+    pending_tasks: int
+    calls: int
+    retries: int
+    failures: int
+
+
+RequestCallback = Callable[[str, str, str], None]
+LatencyCallback = Callable[[str, str, float], None]
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        connection: Connection,
+        settings: DispatcherSettings | None = None,
+        *,
+        on_request: RequestCallback | None = None,
+        on_latency: LatencyCallback | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        sleep: Sleep = asyncio.sleep,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        self.connection = connection
+        self.settings = settings or DispatcherSettings()
+        self._bucket = TokenBucket(self.settings.qps, self.settings.burst, clock)
+        self._slots = asyncio.Semaphore(self.settings.max_in_flight)
+        self._on_request = on_request
+        self._on_latency = on_latency
+        self._clock = clock
+        self._sleep = sleep
+        self._rand = rand
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._in_flight = 0
+        self._calls = self._retries = self._failures = 0
+
+    # ---- the one path every call takes ------------------------------------------
+    async def call(
+        self,
+        verb: str,
+        resource: str,
+        method: str,
+        path: str,
+        *,
+        query: Query | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+        retry: bool = True,
+    ) -> Response:
+        """One API call with rate limit, concurrency bound and safe retries.
+        `verb`/`resource` are the metric labels ("create", "pods/binding")."""
+        attempts = self.settings.max_attempts if retry else 1
+        backoff = Backoff(
+            self.settings.retry_initial, self.settings.retry_max, jitter=0.5, rand=self._rand
+        )
+        self._calls += 1
+        attempt = 0
+        while True:
+            attempt += 1
+            started = self._clock.now()
+            await self._bucket.acquire(self._sleep)
+            try:
+                async with self._slots:
+                    self._in_flight += 1
+                    try:
+                        response = await self.connection.request_raw(
+                            method, path, query=query, body=body, content_type=content_type
+                        )
+                    finally:
+                        self._in_flight -= 1
+            except ApiError as exc:
+                self._observe(verb, resource, exc.code, started)
+                if not exc.retryable or attempt >= attempts:
+                    self._failures += 1
+                    exc.attempts = attempt
+                    raise
+                delay = max(backoff.next_delay(), exc.retry_after or 0.0)
+                self._retries += 1
+                log.info(
+                    "retrying API call verb=%s resource=%s attempt=%d delay=%.2fs error=%s",
+                    verb,
+                    resource,
+                    attempt,
+                    delay,
+                    exc,
+                )
+                await self._sleep(delay)
+                continue
+            self._observe(verb, resource, str(response.status), started)
+            return response
+
+    def _observe(self, verb: str, resource: str, code: str, started: float) -> None:
+        if self._on_request is not None:
+            self._on_request(verb, resource, code)
+        if self._on_latency is not None:
+            self._on_latency(verb, resource, self._clock.now() - started)
+
+    # ---- background tasks ---------------------------------------------------------
+    def submit(self, operation: Coroutine[Any, Any, R], *, name: str) -> asyncio.Task[R]:
+        """Run `operation` as a tracked task. Its failure is logged if no one awaits it."""
+        task = asyncio.create_task(operation, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None and not isinstance(exc, ApiError):
+            log.error("API task crashed task=%s", task.get_name(), exc_info=exc)
+
+    async def drain(self, grace: float) -> int:
+        """Wait up to `grace` seconds for submitted tasks, then cancel the rest.
+        Returns how many were cancelled."""
+        pending = set(self._tasks)
+        if not pending:
+            return 0
+        _, still = await asyncio.wait(pending, timeout=grace)
+        for task in still:
+            task.cancel()
+        if still:
+            await asyncio.wait(still)
+        return len(still)
+
+    def statistics(self) -> DispatcherStatistics:
+        return DispatcherStatistics(
+            in_flight=self._in_flight,
+            pending_tasks=len(self._tasks),
+            calls=self._calls,
+            retries=self._retries,
+            failures=self._failures,
+        )
+
+    # ---- pods ---------------------------------------------------------------------
+    async def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
+        """POST pods/{name}/binding. The uid is a precondition: a pod deleted and
+        recreated under the same name is not bound. Raises Conflict when the pod is
+        already bound elsewhere (or the uid does not match), NotFound when it is gone.
+
+        A retry after a lost answer may meet our own earlier success ("already assigned
+        to node X" with X our node): that counts as bound."""
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace, "uid": uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        path = f"/api/v1/namespaces/{namespace}/pods/{name}/binding"
+        try:
+            response = await self.call("create", "pods/binding", "POST", path, body=body)
+        except Conflict as exc:
+            retried = exc.attempts > 1
+            if retried and f'already assigned to node "{node}"' in exc.message:
+                return
+            raise
+        if response.status not in (200, 201):
+            raise ApiError(response.status, "UnexpectedStatus", f"binding answered {response}")
+
+    async def patch_pod_status(
+        self, namespace: str, name: str, patch: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Strategic merge patch on pods/{name}/status: `conditions` merge by type, and
+        a None value clears a field ({"status": {"nominatedNodeName": None}})."""
+        path = f"/api/v1/namespaces/{namespace}/pods/{name}/status"
+        response = await self.call(
+            "patch", "pods/status", "PATCH", path, body=patch, content_type=STRATEGIC_MERGE_PATCH
+        )
+        return response.body
+
+    async def delete_pod(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        uid: str | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> dict[str, Any]:
+        """DELETE the pod; `uid` makes it a precondition (a same-name successor is not
+        deleted, 409). None grace means the pod's own terminationGracePeriodSeconds.
+        Raises NotFound when the pod is already gone (the caller may count it done)."""
+        options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if uid is not None:
+            options["preconditions"] = {"uid": uid}
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        path = f"/api/v1/namespaces/{namespace}/pods/{name}"
+        response = await self.call("delete", "pods", "DELETE", path, body=options)
+        return response.body
+
+    # ---- events -------------------------------------------------------------------
+    async def create_event(self, event: dict[str, Any]) -> dict[str, Any]:
+        """POST an events.k8s.io/v1 Event (built by EventRecorder, which aggregates
+        repeats into series; this is the raw write)."""
+        namespace = event["metadata"]["namespace"]
+        path = f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
+        response = await self.call("create", "events", "POST", path, body=event)
+        return response.body
+
+    async def patch_event(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        path = f"/apis/events.k8s.io/v1/namespaces/{namespace}/events/{name}"
+        response = await self.call(
+            "patch", "events", "PATCH", path, body=patch, content_type=MERGE_PATCH
+        )
+        return response.body
+
+    # ---- leases (no retries here: the elector has its own retry period) -----------
+    async def get_lease(self, namespace: str, name: str) -> dict[str, Any]:
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"
+        return (await self.call("get", "leases", "GET", path, retry=False)).body
+
+    async def create_lease(self, namespace: str, lease: dict[str, Any]) -> dict[str, Any]:
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+        return (await self.call("create", "leases", "POST", path, body=lease, retry=False)).body
+
+    async def update_lease(
+        self, namespace: str, name: str, lease: dict[str, Any]
+    ) -> dict[str, Any]:
+        """PUT with the lease's metadata.resourceVersion: 409 when it changed."""
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"
+        return (await self.call("update", "leases", "PUT", path, body=lease, retry=False)).body

@@ -1,0 +1,377 @@
+"""EventRecorder: fire-and-forget events.k8s.io/v1 Events, aggregated into series.
+
+`event()` is synchronous and never blocks or raises: it appends to a bounded buffer
+(the oldest entry is dropped, and counted, when full) that one background task writes
+through the dispatcher.
+
+Repeats are aggregated as client-go's tools/events recorder does: events are
+"isomorphic" when regarding object, type, reason, action and reporting controller match
+(the note may differ, so "0/5 nodes are available ..." storms fold into one object).
+The first is created; the second patches `series` {count: 2, lastObservedTime} at once;
+later ones only bump the count in memory, and the series is patched every
+`series_interval` while it grows. A series not seen for `series_expiry` (upstream's 6
+minutes) is forgotten, so the next occurrence creates a fresh Event. Patching a series
+whose Event is gone (dropped from the buffer, expired by the apiserver's TTL) re-creates
+it with the series.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import itertools
+import logging
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from scheduler.client.errors import ApiError, NotFound
+from scheduler.clock import SYSTEM_CLOCK, Clock
+
+__all__ = [
+    "NORMAL",
+    "WARNING",
+    "EventAggregator",
+    "EventRecorder",
+    "EventSink",
+    "ObjectRef",
+    "RecorderStatistics",
+    "SeriesEntry",
+    "build_event",
+    "micro_time",
+    "pod_ref",
+]
+
+log = logging.getLogger(__name__)
+
+NORMAL = "Normal"
+WARNING = "Warning"
+NOTE_MAX_BYTES = 1024  # events.k8s.io validation limit
+NAME_MAX = 253
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """The regarding object of an Event."""
+
+    kind: str
+    namespace: str
+    name: str
+    uid: str = ""
+    api_version: str = "v1"
+
+    def as_dict(self) -> dict[str, str]:
+        ref = {"kind": self.kind, "name": self.name, "apiVersion": self.api_version}
+        if self.namespace:
+            ref["namespace"] = self.namespace
+        if self.uid:
+            ref["uid"] = self.uid
+        return ref
+
+
+def pod_ref(namespace: str, name: str, uid: str = "") -> ObjectRef:
+    return ObjectRef("Pod", namespace, name, uid)
+
+
+class EventSink(Protocol):
+    """What the recorder writes through; the Dispatcher is one."""
+
+    async def create_event(self, event: dict[str, Any]) -> dict[str, Any]: ...
+
+    async def patch_event(
+        self, namespace: str, name: str, patch: dict[str, Any]
+    ) -> dict[str, Any]: ...
+
+
+EventKey = tuple[ObjectRef, str, str, str]  # regarding, type, reason, action
+
+
+def micro_time(moment: dt.datetime) -> str:
+    """metav1.MicroTime: RFC 3339 with microseconds, UTC."""
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _truncate_bytes(text: str, limit: int) -> str:
+    raw = text.encode()
+    if len(raw) <= limit:
+        return text
+    return raw[:limit].decode(errors="ignore")
+
+
+@dataclass(slots=True)
+class SeriesEntry:
+    """One aggregated Event: created once, then its series count grows."""
+
+    key: EventKey
+    name: str
+    namespace: str
+    note: str
+    first_time: dt.datetime
+    last_time: dt.datetime
+    last_seen: float  # monotonic, for expiry
+    count: int = 1
+    sent_count: int = 0  # the count the apiserver has last been told
+
+
+class EventAggregator:
+    """Pure bookkeeping for event series (no I/O), clock-injected for tests."""
+
+    def __init__(self, series_expiry: float = 360.0) -> None:
+        self.series_expiry = series_expiry
+        self._entries: dict[EventKey, SeriesEntry] = {}
+        self._seq = itertools.count()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def observe(
+        self, key: EventKey, note: str, now: float, wall: dt.datetime
+    ) -> tuple[Literal["create", "patch", "count"], SeriesEntry]:
+        """Record one occurrence: "create" for a new series, "patch" for its second
+        occurrence (sent at once), "count" for later ones (flushed periodically)."""
+        entry = self._entries.get(key)
+        if entry is not None and now - entry.last_seen > self.series_expiry:
+            del self._entries[key]
+            entry = None
+        if entry is None:
+            regarding = key[0]
+            entry = SeriesEntry(
+                key=key,
+                name=self._name(regarding, wall),
+                namespace=regarding.namespace or "default",
+                note=note,
+                first_time=wall,
+                last_time=wall,
+                last_seen=now,
+            )
+            self._entries[key] = entry
+            return "create", entry
+        entry.count += 1
+        entry.last_time = wall
+        entry.last_seen = now
+        entry.note = note
+        return ("patch" if entry.count == 2 else "count"), entry
+
+    def _name(self, regarding: ObjectRef, wall: dt.datetime) -> str:
+        # upstream: "<regarding name>.<unix nanos in hex>"; a sequence keeps two events
+        # in the same nanosecond apart.
+        nanos = int(wall.timestamp() * 1e9) + next(self._seq)
+        suffix = f".{nanos:x}"
+        return regarding.name[: NAME_MAX - len(suffix)] + suffix
+
+    def due(self) -> list[SeriesEntry]:
+        """Series whose count grew since the apiserver last heard of it."""
+        return [e for e in self._entries.values() if e.count > max(e.sent_count, 1)]
+
+    def expire(self, now: float) -> int:
+        stale = [k for k, e in self._entries.items() if now - e.last_seen > self.series_expiry]
+        for key in stale:
+            del self._entries[key]
+        return len(stale)
+
+
+def build_event(
+    entry: SeriesEntry, reporting_controller: str, reporting_instance: str
+) -> dict[str, Any]:
+    regarding, type_, reason, action = entry.key
+    event: dict[str, Any] = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": entry.name, "namespace": entry.namespace},
+        "eventTime": micro_time(entry.first_time),
+        "reportingController": reporting_controller,
+        "reportingInstance": reporting_instance[:128],
+        "action": action[:128],
+        "reason": reason[:128],
+        "type": type_,
+        "note": _truncate_bytes(entry.note, NOTE_MAX_BYTES),
+        "regarding": regarding.as_dict(),
+    }
+    if entry.count > 1:
+        event["series"] = _series(entry)
+    return event
+
+
+def _series(entry: SeriesEntry) -> dict[str, Any]:
+    return {"count": entry.count, "lastObservedTime": micro_time(entry.last_time)}
+
+
+@dataclass(frozen=True, slots=True)
+class RecorderStatistics:
+    buffered: int
+    series: int
+    created: int
+    patched: int
+    dropped: int
+    failed: int
+
+
+@dataclass(slots=True)
+class _Op:
+    kind: Literal["create", "patch"]
+    entry: SeriesEntry
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class EventRecorder:
+    """Queue events for the API; `start()` the writer task, `await stop()` at shutdown."""
+
+    def __init__(
+        self,
+        sink: EventSink,
+        *,
+        reporting_controller: str,
+        reporting_instance: str,
+        buffer_size: int = 1000,
+        series_interval: float = 30.0,
+        series_expiry: float = 360.0,
+        clock: Clock = SYSTEM_CLOCK,
+        wall: Callable[[], dt.datetime] = _utcnow,
+        on_dropped: Callable[[], None] | None = None,
+    ) -> None:
+        if buffer_size < 1:
+            raise ValueError("buffer_size must be >= 1")
+        self._sink = sink
+        self.reporting_controller = reporting_controller
+        self.reporting_instance = reporting_instance
+        self._buffer: deque[_Op] = deque()
+        self._buffer_size = buffer_size
+        self._series_interval = series_interval
+        self._aggregator = EventAggregator(series_expiry)
+        self._clock = clock
+        self._wall = wall
+        self._on_dropped = on_dropped
+        self._wakeup = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+        self._last_flush = clock.now()
+        self._created = self._patched = self._dropped = self._failed = 0
+
+    # ---- the caller's side: never blocks -------------------------------------------
+    def event(self, regarding: ObjectRef, type: str, reason: str, action: str, note: str) -> None:
+        if type not in (NORMAL, WARNING):
+            raise ValueError(f"event type must be Normal or Warning, not {type!r}")
+        if self._closed:
+            self._drop()
+            return
+        key: EventKey = (regarding, type, reason, action)
+        what, entry = self._aggregator.observe(key, note, self._clock.now(), self._wall())
+        if what == "create":
+            self._push(_Op("create", entry))
+        elif what == "patch":
+            self._push(_Op("patch", entry))
+
+    def _push(self, op: _Op) -> None:
+        if len(self._buffer) >= self._buffer_size:
+            self._buffer.popleft()
+            self._drop()
+        self._buffer.append(op)
+        self._wakeup.set()
+
+    def _drop(self) -> None:
+        self._dropped += 1
+        if self._on_dropped is not None:
+            self._on_dropped()
+
+    @property
+    def dropped(self) -> int:
+        return self._dropped
+
+    def statistics(self) -> RecorderStatistics:
+        return RecorderStatistics(
+            buffered=len(self._buffer),
+            series=len(self._aggregator),
+            created=self._created,
+            patched=self._patched,
+            dropped=self._dropped,
+            failed=self._failed,
+        )
+
+    # ---- the writer task -----------------------------------------------------------
+    def start(self) -> asyncio.Task[None]:
+        if self._task is not None:
+            raise RuntimeError("EventRecorder already started")
+        self._task = asyncio.create_task(self._run(), name="event-recorder")
+        return self._task
+
+    async def stop(self, grace: float = 5.0) -> None:
+        """Stop taking events, write what is buffered (and the grown series) for up to
+        `grace` seconds, then stop the writer."""
+        self._closed = True
+        task = self._task
+        if task is None or task.done():
+            return
+        self._wakeup.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), grace)
+        except TimeoutError:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _run(self) -> None:
+        while True:
+            if not self._buffer:
+                if self._closed:
+                    await self.flush_series()
+                    return
+                self._wakeup.clear()
+                timeout = max(0.0, self._last_flush + self._series_interval - self._clock.now())
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wakeup.wait(), timeout)
+            if self._buffer:
+                await self._send(self._buffer.popleft())
+            if self._clock.now() - self._last_flush >= self._series_interval:
+                await self.flush_series()
+
+    async def flush_series(self) -> None:
+        """Patch every series that grew, and forget expired ones."""
+        self._last_flush = self._clock.now()
+        for entry in self._aggregator.due():
+            await self._send(_Op("patch", entry))
+        self._aggregator.expire(self._clock.now())
+
+    async def _send(self, op: _Op) -> None:
+        entry = op.entry
+        try:
+            if op.kind == "create":
+                count = entry.count
+                await self._sink.create_event(
+                    build_event(entry, self.reporting_controller, self.reporting_instance)
+                )
+                entry.sent_count = max(entry.sent_count, count)
+                self._created += 1
+                return
+            count = entry.count
+            if count <= entry.sent_count:
+                return
+            try:
+                await self._sink.patch_event(
+                    entry.namespace, entry.name, {"series": _series(entry)}
+                )
+                self._patched += 1
+            except NotFound:
+                await self._sink.create_event(
+                    build_event(entry, self.reporting_controller, self.reporting_instance)
+                )
+                self._created += 1
+            entry.sent_count = max(entry.sent_count, count)
+        except asyncio.CancelledError:
+            raise
+        except ApiError as exc:
+            self._failed += 1
+            log.warning(
+                "event not written reason=%s regarding=%s/%s error=%s",
+                entry.key[2],
+                entry.namespace,
+                entry.key[0].name,
+                exc,
+            )
+        except Exception:
+            self._failed += 1
+            log.exception("event writer failed reason=%s", entry.key[2])

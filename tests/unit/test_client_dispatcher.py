@@ -1,0 +1,269 @@
+"""scheduler.client.dispatcher: token bucket, retries only where safe, request bodies."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import Any
+
+import pytest
+
+from scheduler.client.connection import MERGE_PATCH, STRATEGIC_MERGE_PATCH, Response
+from scheduler.client.dispatcher import Dispatcher, DispatcherSettings, TokenBucket
+from scheduler.client.errors import (
+    ApiError,
+    Conflict,
+    ConnectionFailed,
+    Forbidden,
+    NotFound,
+    ServerError,
+    TooManyRequests,
+)
+from scheduler.clock import FakeClock
+
+
+class FakeSleep:
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.delays: list[float] = []
+
+    async def __call__(self, delay: float) -> None:
+        self.delays.append(delay)
+        self.clock.advance(delay)
+
+
+def test_the_bucket_allows_a_burst_then_spaces_requests_at_qps() -> None:
+    clock = FakeClock()
+    bucket = TokenBucket(qps=10, burst=3, clock=clock)
+    assert [bucket.reserve() for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert bucket.reserve() == pytest.approx(0.1)
+    assert bucket.reserve() == pytest.approx(0.2)  # waiters queue behind each other
+
+
+def test_the_bucket_refills_over_time_up_to_the_burst() -> None:
+    clock = FakeClock()
+    bucket = TokenBucket(qps=2, burst=4, clock=clock)
+    for _ in range(4):
+        bucket.reserve()
+    clock.advance(1.0)
+    assert bucket.available() == pytest.approx(2.0)
+    clock.advance(100.0)
+    assert bucket.available() == pytest.approx(4.0)
+
+
+def test_a_non_positive_qps_means_no_limit() -> None:
+    bucket = TokenBucket(qps=0, burst=0, clock=FakeClock())
+    assert all(bucket.reserve() == 0.0 for _ in range(1000))
+
+
+async def test_acquire_sleeps_for_the_reserved_wait() -> None:
+    clock = FakeClock()
+    sleep = FakeSleep(clock)
+    bucket = TokenBucket(qps=4, burst=1, clock=clock)
+    await bucket.acquire(sleep)
+    await bucket.acquire(sleep)
+    assert sleep.delays == [pytest.approx(0.25)]
+
+
+class FakeConnection:
+    def __init__(self, *answers: Response | Exception) -> None:
+        self.answers: deque[Response | Exception] = deque(answers)
+        self.calls: list[dict[str, Any]] = []
+
+    async def request_raw(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Any = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        **_: Any,
+    ) -> Response:
+        self.calls.append(
+            {"method": method, "path": path, "body": body, "content_type": content_type}
+        )
+        answer = self.answers.popleft()
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def make(
+    *answers: Response | Exception, **settings: Any
+) -> tuple[Dispatcher, FakeConnection, FakeSleep, list[tuple[str, str, str]]]:
+    clock = FakeClock()
+    sleep = FakeSleep(clock)
+    conn = FakeConnection(*answers)
+    seen: list[tuple[str, str, str]] = []
+    dispatcher = Dispatcher(
+        conn,  # type: ignore[arg-type]
+        DispatcherSettings(**settings),
+        on_request=lambda verb, res, code: seen.append((verb, res, code)),
+        clock=clock,
+        sleep=sleep,
+        rand=lambda: 0.0,
+    )
+    return dispatcher, conn, sleep, seen
+
+
+def ok(status: int = 200, body: dict[str, Any] | None = None) -> Response:
+    return Response(status, body or {})
+
+
+async def test_bind_posts_a_binding_with_the_uid_precondition() -> None:
+    d, conn, _, seen = make(ok(201, {"kind": "Status", "status": "Success"}))
+    await d.bind("ns", "p", "uid-1", "node-a")
+    assert conn.calls == [
+        {
+            "method": "POST",
+            "path": "/api/v1/namespaces/ns/pods/p/binding",
+            "body": {
+                "apiVersion": "v1",
+                "kind": "Binding",
+                "metadata": {"name": "p", "namespace": "ns", "uid": "uid-1"},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": "node-a"},
+            },
+            "content_type": "application/json",
+        }
+    ]
+    assert seen == [("create", "pods/binding", "201")]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        Conflict(409, "Conflict", 'pod p is already assigned to node "other"'),
+        NotFound(404, "NotFound", "pods p not found"),
+        Forbidden(403, "Forbidden", "no"),
+    ],
+)
+async def test_final_answers_are_not_retried(error: ApiError) -> None:
+    d, conn, sleep, seen = make(error)
+    with pytest.raises(type(error)):
+        await d.bind("ns", "p", "u", "n")
+    assert len(conn.calls) == 1
+    assert sleep.delays == []
+    assert seen == [("create", "pods/binding", str(error.status))]
+
+
+async def test_throttling_server_and_transport_errors_are_retried_with_backoff() -> None:
+    d, _, sleep, seen = make(
+        TooManyRequests(429, "TooManyRequests", "slow down", retry_after=3.0),
+        ServerError(503, "ServiceUnavailable"),
+        ConnectionFailed("refused"),
+        ok(200, {"metadata": {"name": "p"}}),
+    )
+    body = await d.patch_pod_status("ns", "p", {"status": {"nominatedNodeName": None}})
+    assert body == {"metadata": {"name": "p"}}
+    assert sleep.delays == [3.0, 0.4, 0.8]  # retry-after wins over the 0.2 backoff
+    assert [code for _, _, code in seen] == ["429", "503", "<error>", "200"]
+    assert d.statistics().retries == 3
+
+
+async def test_retries_stop_after_max_attempts() -> None:
+    d, conn, _, _ = make(*[ServerError(500, "InternalError")] * 3, max_attempts=3)
+    with pytest.raises(ServerError) as info:
+        await d.delete_pod("ns", "p")
+    assert info.value.attempts == 3
+    assert len(conn.calls) == 3
+
+
+async def test_a_retried_bind_that_meets_its_own_success_counts_as_bound() -> None:
+    d, _, _, _ = make(
+        ConnectionFailed("reset after send"),
+        Conflict(409, "Conflict", 'pod p is already assigned to node "node-a"'),
+    )
+    await d.bind("ns", "p", "u", "node-a")
+
+
+async def test_a_retried_bind_that_meets_another_node_is_still_a_conflict() -> None:
+    d, _, _, _ = make(
+        ConnectionFailed("reset after send"),
+        Conflict(409, "Conflict", 'pod p is already assigned to node "node-b"'),
+    )
+    with pytest.raises(Conflict):
+        await d.bind("ns", "p", "u", "node-a")
+
+
+async def test_status_patch_is_a_strategic_merge_patch_keeping_nulls() -> None:
+    d, conn, _, _ = make(ok())
+    patch = {"status": {"nominatedNodeName": None, "conditions": [{"type": "PodScheduled"}]}}
+    await d.patch_pod_status("ns", "p", patch)
+    assert conn.calls[0]["path"] == "/api/v1/namespaces/ns/pods/p/status"
+    assert conn.calls[0]["method"] == "PATCH"
+    assert conn.calls[0]["content_type"] == STRATEGIC_MERGE_PATCH
+    assert conn.calls[0]["body"] is patch
+
+
+async def test_delete_carries_the_uid_precondition_and_grace() -> None:
+    d, conn, _, _ = make(ok(), ok())
+    await d.delete_pod("ns", "p", uid="u1", grace_period_seconds=0)
+    await d.delete_pod("ns", "q")
+    assert conn.calls[0]["body"] == {
+        "apiVersion": "v1",
+        "kind": "DeleteOptions",
+        "preconditions": {"uid": "u1"},
+        "gracePeriodSeconds": 0,
+    }
+    assert conn.calls[1]["body"] == {"apiVersion": "v1", "kind": "DeleteOptions"}
+
+
+async def test_lease_writes_are_never_retried_by_the_dispatcher() -> None:
+    d, conn, _, _ = make(ServerError(500, "InternalError"))
+    with pytest.raises(ServerError):
+        await d.update_lease("kube-system", "s", {"metadata": {"resourceVersion": "1"}})
+    assert len(conn.calls) == 1
+    assert conn.calls[0]["method"] == "PUT"
+
+
+async def test_event_paths() -> None:
+    d, conn, _, _ = make(ok(201), ok())
+    await d.create_event({"metadata": {"namespace": "ns", "name": "e"}})
+    await d.patch_event("ns", "e", {"series": {"count": 2}})
+    assert conn.calls[0]["path"] == "/apis/events.k8s.io/v1/namespaces/ns/events"
+    assert conn.calls[1]["path"] == "/apis/events.k8s.io/v1/namespaces/ns/events/e"
+    assert conn.calls[1]["content_type"] == MERGE_PATCH
+
+
+async def test_every_attempt_waits_for_a_token() -> None:
+    d, _, sleep, _ = make(ok(), ok(), ok(), qps=1.0, burst=1)
+    for _ in range(3):
+        await d.delete_pod("ns", "p")
+    assert sleep.delays == [pytest.approx(1.0), pytest.approx(1.0)]
+
+
+async def test_the_concurrency_bound_holds() -> None:
+    gate = asyncio.Event()
+    peak = 0
+    running = 0
+
+    class Slow:
+        async def request_raw(self, *args: Any, **kwargs: Any) -> Response:
+            nonlocal peak, running
+            running += 1
+            peak = max(peak, running)
+            await gate.wait()
+            running -= 1
+            return ok()
+
+    d = Dispatcher(Slow(), DispatcherSettings(qps=0, max_in_flight=2))  # type: ignore[arg-type]
+    tasks = [d.submit(d.delete_pod("ns", f"p{i}"), name=f"del-{i}") for i in range(5)]
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert peak == 2
+    assert d.statistics().in_flight == 2
+    gate.set()
+    await asyncio.gather(*tasks)
+    assert d.statistics().pending_tasks == 0
+
+
+async def test_drain_cancels_what_does_not_finish_in_time() -> None:
+    d = Dispatcher(FakeConnection(), DispatcherSettings(qps=0))  # type: ignore[arg-type]
+
+    async def forever() -> None:
+        await asyncio.Event().wait()
+
+    d.submit(forever(), name="stuck")
+    assert await d.drain(0.01) == 1
+    assert d.statistics().pending_tasks == 0
