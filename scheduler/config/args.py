@@ -1,0 +1,402 @@
+"""Typed arguments for every plugin, with upstream's defaults (kubescheduler.config.k8s.io/v1).
+
+`parse_plugin_args(name, raw, path)` turns a pluginConfig[].args dict into the plugin's
+args dataclass (or None for a plugin without args), raising ConfigError that names the
+field path for unknown fields, wrong types and bad values. `default_plugin_args(name)`
+gives the defaults.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.config import names
+from scheduler.config.errors import ConfigError
+from scheduler.model.errors import InvalidObject
+from scheduler.model.pod import (
+    DO_NOT_SCHEDULE,
+    POLICY_HONOR,
+    POLICY_IGNORE,
+    SCHEDULE_ANYWAY,
+    PreferredSchedulingTerm,
+    SpreadConstraint,
+)
+from scheduler.model.selectors import (
+    LabelSelector,
+    NodeSelector,
+    parse_node_selector,
+    parse_node_selector_term,
+)
+
+# ------------------------------------------------------------------ dataclasses
+
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+
+MODE_ASYNC = "Async"
+MODE_SYNC = "Sync"
+SCOPE_OWN_PROFILES = "OwnProfiles"
+SCOPE_ALL = "All"
+
+DEFAULTING_SYSTEM = "System"
+DEFAULTING_LIST = "List"
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSpec:
+    name: str
+    weight: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class UtilizationShapePoint:
+    utilization: int  # percent, 0..100
+    score: int  # 0..10 (MaxCustomPriorityScore)
+
+
+def _default_resources() -> tuple[ResourceSpec, ...]:
+    return (ResourceSpec("cpu", 1), ResourceSpec("memory", 1))
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringStrategy:
+    type: str = LEAST_ALLOCATED
+    resources: tuple[ResourceSpec, ...] = field(default_factory=_default_resources)
+    shape: tuple[UtilizationShapePoint, ...] = ()  # requestedToCapacityRatio.shape
+
+
+@dataclass(frozen=True, slots=True)
+class NodeResourcesFitArgs:
+    ignored_resources: frozenset[str] = frozenset()
+    ignored_resource_groups: frozenset[str] = frozenset()
+    scoring_strategy: ScoringStrategy = field(default_factory=ScoringStrategy)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeResourcesBalancedAllocationArgs:
+    resources: tuple[ResourceSpec, ...] = field(default_factory=_default_resources)
+
+
+@dataclass(frozen=True, slots=True)
+class InterPodAffinityArgs:
+    hard_pod_affinity_weight: int = 1
+    ignore_preferred_terms_of_existing_pods: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NodeAffinityArgs:
+    added_required: NodeSelector | None = None
+    added_preferred: tuple[PreferredSchedulingTerm, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PodTopologySpreadArgs:
+    default_constraints: tuple[SpreadConstraint, ...] = ()
+    defaulting_type: str = DEFAULTING_SYSTEM
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeBindingArgs:
+    bind_timeout_seconds: int = 600
+
+
+@dataclass(frozen=True, slots=True)
+class DefaultPreemptionArgs:
+    min_candidate_nodes_percentage: int = 10
+    min_candidate_nodes_absolute: int = 100
+    mode: str = MODE_ASYNC  # this project: Async (default) | Sync
+    victim_scope: str = SCOPE_OWN_PROFILES  # this project: OwnProfiles (default) | All
+
+
+PluginArgs = (
+    NodeResourcesFitArgs
+    | NodeResourcesBalancedAllocationArgs
+    | InterPodAffinityArgs
+    | NodeAffinityArgs
+    | PodTopologySpreadArgs
+    | VolumeBindingArgs
+    | DefaultPreemptionArgs
+)
+
+# ------------------------------------------------------------------ reading
+
+
+class _Reader:
+    """Reads fields off one raw mapping, remembering which were consumed."""
+
+    def __init__(self, raw: Any, path: str) -> None:
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, Mapping):
+            raise ConfigError(path, f"must be an object, got {type(raw).__name__}")
+        self.raw = raw
+        self.path = path
+        self.seen: set[str] = {"apiVersion", "kind"}
+
+    def sub(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
+
+    def get(self, key: str) -> Any:
+        self.seen.add(key)
+        return self.raw.get(key)
+
+    def int_(self, key: str, default: int, lo: int | None = None, hi: int | None = None) -> int:
+        v = self.get(key)
+        if v is None:
+            return default
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ConfigError(self.sub(key), f"must be an integer, got {v!r}")
+        if (lo is not None and v < lo) or (hi is not None and v > hi):
+            rng = f"[{lo if lo is not None else '-inf'}, {hi if hi is not None else 'inf'}]"
+            raise ConfigError(self.sub(key), f"must be in the range {rng}, got {v}")
+        return v
+
+    def bool_(self, key: str, default: bool) -> bool:
+        v = self.get(key)
+        if v is None:
+            return default
+        if not isinstance(v, bool):
+            raise ConfigError(self.sub(key), f"must be a boolean, got {v!r}")
+        return v
+
+    def choice(self, key: str, default: str, choices: tuple[str, ...]) -> str:
+        v = self.get(key)
+        if v is None:
+            return default
+        if v not in choices:
+            raise ConfigError(self.sub(key), f"must be one of {', '.join(choices)}; got {v!r}")
+        return str(v)
+
+    def list_(self, key: str) -> list[Any]:
+        v = self.get(key)
+        if v is None:
+            return []
+        if not isinstance(v, list):
+            raise ConfigError(self.sub(key), f"must be a list, got {type(v).__name__}")
+        return v
+
+    def strings(self, key: str) -> frozenset[str]:
+        items = self.list_(key)
+        for i, s in enumerate(items):
+            if not isinstance(s, str) or not s:
+                raise ConfigError(f"{self.sub(key)}[{i}]", "must be a non-empty string")
+        return frozenset(items)
+
+    def done(self) -> None:
+        unknown = sorted(set(self.raw) - self.seen)
+        if unknown:
+            raise ConfigError(self.sub(unknown[0]), "unknown field")
+
+
+def _resources(r: _Reader, key: str) -> tuple[ResourceSpec, ...] | None:
+    if r.raw.get(key) is None:
+        r.seen.add(key)
+        return None
+    out = []
+    for i, item in enumerate(r.list_(key)):
+        ir = _Reader(item, f"{r.sub(key)}[{i}]")
+        name = ir.get("name")
+        if not isinstance(name, str) or not name:
+            raise ConfigError(ir.sub("name"), "must be a non-empty string")
+        weight = ir.int_("weight", 1, 1, 100)
+        ir.done()
+        out.append(ResourceSpec(name, weight))
+    names_ = [s.name for s in out]
+    if len(set(names_)) != len(names_):
+        raise ConfigError(r.sub(key), "resource names must be unique")
+    return tuple(out)
+
+
+def _fit(raw: Any, path: str) -> NodeResourcesFitArgs:
+    r = _Reader(raw, path)
+    ignored = r.strings("ignoredResources")
+    groups = r.strings("ignoredResourceGroups")
+    for g in groups:
+        if "/" in g:
+            raise ConfigError(r.sub("ignoredResourceGroups"), f"{g!r} must not contain '/'")
+    strategy = ScoringStrategy()
+    if r.get("scoringStrategy") is not None:
+        sr = _Reader(r.raw["scoringStrategy"], r.sub("scoringStrategy"))
+        type_ = sr.choice(
+            "type", LEAST_ALLOCATED, (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
+        )
+        resources = _resources(sr, "resources") or _default_resources()
+        shape: tuple[UtilizationShapePoint, ...] = ()
+        rtcr = sr.get("requestedToCapacityRatio")
+        if type_ == REQUESTED_TO_CAPACITY_RATIO:
+            if rtcr is None:
+                raise ConfigError(sr.sub("requestedToCapacityRatio"), "required for this type")
+            rr = _Reader(rtcr, sr.sub("requestedToCapacityRatio"))
+            points: list[UtilizationShapePoint] = []
+            for i, p in enumerate(rr.list_("shape")):
+                pr = _Reader(p, f"{rr.sub('shape')}[{i}]")
+                util = pr.int_("utilization", 0, 0, 100)
+                score = pr.int_("score", 0, 0, 10)
+                pr.done()
+                if points and util <= points[-1].utilization:
+                    raise ConfigError(
+                        f"{rr.sub('shape')}[{i}].utilization", "values must be sorted ascending"
+                    )
+                points.append(UtilizationShapePoint(util, score))
+            if not points:
+                raise ConfigError(rr.sub("shape"), "must have at least one point")
+            rr.done()
+            shape = tuple(points)
+        elif rtcr is not None:
+            raise ConfigError(
+                sr.sub("requestedToCapacityRatio"),
+                f"only valid with type {REQUESTED_TO_CAPACITY_RATIO}",
+            )
+        sr.done()
+        strategy = ScoringStrategy(type_, resources, shape)
+    r.done()
+    return NodeResourcesFitArgs(ignored, groups, strategy)
+
+
+def _balanced(raw: Any, path: str) -> NodeResourcesBalancedAllocationArgs:
+    r = _Reader(raw, path)
+    resources = _resources(r, "resources")
+    r.done()
+    return NodeResourcesBalancedAllocationArgs(resources or _default_resources())
+
+
+def _inter_pod(raw: Any, path: str) -> InterPodAffinityArgs:
+    r = _Reader(raw, path)
+    args = InterPodAffinityArgs(
+        r.int_("hardPodAffinityWeight", 1, 0, 100),
+        r.bool_("ignorePreferredTermsOfExistingPods", False),
+    )
+    r.done()
+    return args
+
+
+def _node_affinity(raw: Any, path: str) -> NodeAffinityArgs:
+    r = _Reader(raw, path)
+    added = r.get("addedAffinity")
+    required: NodeSelector | None = None
+    preferred: list[PreferredSchedulingTerm] = []
+    if added is not None:
+        ar = _Reader(added, r.sub("addedAffinity"))
+        req_key = "requiredDuringSchedulingIgnoredDuringExecution"
+        pref_key = "preferredDuringSchedulingIgnoredDuringExecution"
+        try:
+            if ar.get(req_key) is not None:
+                required = parse_node_selector(ar.raw[req_key], ar.sub(req_key))
+            for i, p in enumerate(ar.list_(pref_key)):
+                pr = _Reader(p, f"{ar.sub(pref_key)}[{i}]")
+                weight = pr.int_("weight", 0, 1, 100)
+                term = parse_node_selector_term(pr.get("preference") or {}, pr.sub("preference"))
+                pr.done()
+                preferred.append(PreferredSchedulingTerm(weight, term))
+        except InvalidObject as e:
+            raise ConfigError(e.path, e.detail) from e
+        ar.done()
+    r.done()
+    return NodeAffinityArgs(required, tuple(preferred))
+
+
+def _spread(raw: Any, path: str) -> PodTopologySpreadArgs:
+    r = _Reader(raw, path)
+    defaulting = r.choice("defaultingType", DEFAULTING_SYSTEM, (DEFAULTING_SYSTEM, DEFAULTING_LIST))
+    constraints: list[SpreadConstraint] = []
+    for i, c in enumerate(r.list_("defaultConstraints")):
+        cr = _Reader(c, f"{r.sub('defaultConstraints')}[{i}]")
+        max_skew = cr.int_("maxSkew", 0, 1)
+        if "maxSkew" not in cr.raw:
+            raise ConfigError(cr.sub("maxSkew"), "required")
+        topo = cr.get("topologyKey")
+        if not isinstance(topo, str) or not topo:
+            raise ConfigError(cr.sub("topologyKey"), "must be a non-empty string")
+        when = cr.choice("whenUnsatisfiable", "", (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY))
+        if not when:
+            raise ConfigError(cr.sub("whenUnsatisfiable"), "required")
+        if cr.get("labelSelector") is not None:
+            raise ConfigError(cr.sub("labelSelector"), "must not be set for default constraints")
+        naff = cr.choice("nodeAffinityPolicy", POLICY_HONOR, (POLICY_HONOR, POLICY_IGNORE))
+        ntaint = cr.choice("nodeTaintsPolicy", POLICY_IGNORE, (POLICY_HONOR, POLICY_IGNORE))
+        cr.done()
+        if any(x.topology_key == topo and x.when_unsatisfiable == when for x in constraints):
+            raise ConfigError(cr.sub("topologyKey"), f"duplicate constraint {topo!r}/{when}")
+        # the selector is derived per pod from its owners (services, replica sets, ...)
+        constraints.append(
+            SpreadConstraint(max_skew, topo, when, LabelSelector.nothing(), 1, naff, ntaint)
+        )
+    if defaulting == DEFAULTING_SYSTEM and constraints:
+        raise ConfigError(
+            r.sub("defaultConstraints"), "must be empty when defaultingType is System"
+        )
+    r.done()
+    return PodTopologySpreadArgs(tuple(constraints), defaulting)
+
+
+def _volume_binding(raw: Any, path: str) -> VolumeBindingArgs:
+    r = _Reader(raw, path)
+    args = VolumeBindingArgs(r.int_("bindTimeoutSeconds", 600, 0))
+    r.list_("shape")  # accepted for compatibility (storage capacity scoring is not implemented)
+    r.done()
+    return args
+
+
+def _preemption(raw: Any, path: str) -> DefaultPreemptionArgs:
+    r = _Reader(raw, path)
+    pct = r.int_("minCandidateNodesPercentage", 10, 0, 100)
+    absolute = r.int_("minCandidateNodesAbsolute", 100, 0)
+    if pct == 0 and absolute == 0:
+        raise ConfigError(
+            r.sub("minCandidateNodesAbsolute"),
+            "minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be zero",
+        )
+    args = DefaultPreemptionArgs(
+        pct,
+        absolute,
+        r.choice("mode", MODE_ASYNC, (MODE_ASYNC, MODE_SYNC)),
+        r.choice("victimScope", SCOPE_OWN_PROFILES, (SCOPE_OWN_PROFILES, SCOPE_ALL)),
+    )
+    r.done()
+    return args
+
+
+_PARSERS: dict[str, tuple[str, Callable[[Any, str], PluginArgs]]] = {
+    names.NODE_RESOURCES_FIT: ("NodeResourcesFitArgs", _fit),
+    names.NODE_RESOURCES_BALANCED_ALLOCATION: ("NodeResourcesBalancedAllocationArgs", _balanced),
+    names.INTER_POD_AFFINITY: ("InterPodAffinityArgs", _inter_pod),
+    names.NODE_AFFINITY: ("NodeAffinityArgs", _node_affinity),
+    names.POD_TOPOLOGY_SPREAD: ("PodTopologySpreadArgs", _spread),
+    names.VOLUME_BINDING: ("VolumeBindingArgs", _volume_binding),
+    names.DEFAULT_PREEMPTION: ("DefaultPreemptionArgs", _preemption),
+}
+
+
+def plugin_takes_args(name: str) -> bool:
+    return name in _PARSERS
+
+
+def parse_plugin_args(
+    name: str, raw: Mapping[str, Any] | None, path: str = ""
+) -> PluginArgs | None:
+    """Parse one plugin's args. `path` is where the args live in the file
+    (e.g. "profiles[0].pluginConfig[2].args"). Returns None for a plugin that takes
+    no args (raw must then be empty). Raises ConfigError."""
+    if name not in _PARSERS:
+        if name not in names.ALL_PLUGINS:
+            raise ConfigError(path, f"unknown plugin {name!r}")
+        if raw:
+            extra = sorted(set(raw) - {"apiVersion", "kind"})
+            if extra:
+                raise ConfigError(
+                    f"{path}.{extra[0]}" if path else extra[0], f"plugin {name} takes no arguments"
+                )
+        return None
+    kind, parser = _PARSERS[name]
+    if raw is not None and isinstance(raw, Mapping) and raw.get("kind") not in (None, kind):
+        raise ConfigError(
+            f"{path}.kind" if path else "kind", f"must be {kind}, got {raw.get('kind')!r}"
+        )
+    return parser(raw, path)
+
+
+def default_plugin_args(name: str) -> PluginArgs | None:
+    return parse_plugin_args(name, None, "") if name in _PARSERS else None
