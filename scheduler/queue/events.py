@@ -29,19 +29,27 @@ ASSIGNED_POD_DELETE = ClusterEvent(
 # fields whose change can alter a scheduling verdict (read with getattr: records may lack some)
 _SPEC_FIELDS = (
     "priority",
+    "preemption_policy",
     "requests",
     "labels",
     "scheduling_gates",
     "tolerations",
     "node_selector",
-    "affinity",
-    "topology_spread_constraints",
-    "ports",
-    "volumes",
+    "required_node_affinity",
+    "preferred_node_affinity",
+    "required_affinity",
+    "required_anti_affinity",
+    "preferred_affinity",
+    "preferred_anti_affinity",
+    "spread_constraints",
+    "host_ports",
+    "pvc_names",
+    "images",
     "node_name",
-    "nominated_node_name",
     "deletion_timestamp",
 )
+# deliberately absent: status fields (phase, conditions, nominated_node_name) and
+# resource_version, which change on our own status patches
 
 
 def event_label(event: ClusterEvent) -> str:

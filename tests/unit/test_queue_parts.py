@@ -163,3 +163,28 @@ def test_pod_update_event_compares_array_requests() -> None:
     assert shrunk is not None
     assert shrunk.action == ActionType.UPDATE_POD_SCALE_DOWN
     assert shrunk.label == "AssignedPodUpdate"
+
+
+def test_the_model_pod_record_works_with_the_queue() -> None:
+    from scheduler.model.pod import PodInfo, pod_from_dict
+    from scheduler.queue import SchedulingQueue
+
+    def raw(labels: dict[str, str], cpu: str, rv: str) -> dict[str, object]:
+        return {
+            "metadata": {"uid": "u1", "namespace": "ns", "name": "p", "labels": labels,
+                         "resourceVersion": rv},
+            "spec": {"schedulerName": "kube-async-scheduler", "containers": [
+                {"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
+        }  # fmt: skip
+
+    old = pod_from_dict(raw({}, "2", "1"))
+    q: SchedulingQueue[PodInfo] = SchedulingQueue()
+    q.add(old)
+    assert q.where("u1") == "active"
+    assert (
+        pod_update_event(EventResource.UNSCHEDULED_POD, old, pod_from_dict(raw({}, "2", "2")))
+        is None
+    )
+    shrunk = pod_update_event(EventResource.UNSCHEDULED_POD, old, pod_from_dict(raw({}, "1", "2")))
+    assert shrunk is not None
+    assert shrunk.action == ActionType.UPDATE_POD_SCALE_DOWN
