@@ -306,6 +306,34 @@ def test_several_profiles_and_preemption_overrides(tmp_path: Path) -> None:
     assert "NodeResourcesFit" in names
 
 
+def test_preemption_args_parse_with_the_scheduler_config_parser(tmp_path: Path) -> None:
+    from scheduler.config.args import parse_plugin_args
+
+    values = {
+        "config": {
+            "profiles": [
+                {"schedulerName": "a"},
+                {"schedulerName": "b", "preemption": {"mode": "Sync", "victimScope": "All"}},
+            ]
+        }
+    }
+    for i, profile in enumerate(scheduler_config(render(tmp_path, values))["profiles"]):
+        args = parse_plugin_args(
+            "DefaultPreemption", preemption_args(profile), f"profiles[{i}].pluginConfig[0].args"
+        )
+        assert args is not None
+
+
+def test_preemption_candidates_cannot_both_be_zero(tmp_path: Path) -> None:
+    err = render_fails(
+        tmp_path,
+        None,
+        "config.preemption.minCandidateNodesPercentage=0",
+        "config.preemption.minCandidateNodesAbsolute=0",
+    )
+    assert "cannot both be zero" in err
+
+
 def test_duplicate_scheduler_names_are_refused(tmp_path: Path) -> None:
     err = render_fails(
         tmp_path,

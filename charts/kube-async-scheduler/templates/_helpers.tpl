@@ -106,6 +106,9 @@ pods would stay Pending without a word.
 {{- $pluginConfig = append $pluginConfig $pc }}
 {{- end }}
 {{- end }}
+{{- if and (eq (int $pre.minCandidateNodesPercentage) 0) (eq (int $pre.minCandidateNodesAbsolute) 0) }}
+{{- fail (printf "config.profiles[%d] (%s): minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be zero" $i $p.schedulerName) }}
+{{- end }}
 {{- $pluginConfig = prepend $pluginConfig (dict "name" "DefaultPreemption" "args" $pre) }}
 {{- $out := dict "schedulerName" $p.schedulerName "pluginConfig" $pluginConfig }}
 {{- if $p.plugins }}{{- $_ := set $out "plugins" $p.plugins }}{{- end }}
