@@ -1,0 +1,232 @@
+"""Loading a KubeSchedulerConfiguration file into the typed configuration.
+
+Order, as kube-scheduler: strict decode (unknown/duplicate fields, types), defaulting
+(including the default plugin set merged into each profile and the default args of every
+enabled plugin that takes args), then validation (``validation.validate``). Every failure
+is a ConfigError naming the field; nothing here touches the cluster.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler.config import names
+from scheduler.config.args import default_plugin_args, parse_plugin_args, plugin_takes_args
+from scheduler.config.errors import ConfigError
+from scheduler.config.names import PluginRef
+from scheduler.config.plugins import (
+    ImplementsFn,
+    default_implements,
+    expand_extension_points,
+    merge_with_defaults,
+)
+from scheduler.config.reader import Fields, load_yaml
+from scheduler.config.types import (
+    API_VERSION,
+    DEFAULT_SCHEDULER_NAME,
+    KIND,
+    PLUGIN_SET_FIELDS,
+    ClientConnectionConfig,
+    LeaderElectionConfig,
+    PluginConfig,
+    Plugins,
+    PluginSet,
+    Profile,
+    SchedulerConfiguration,
+)
+from scheduler.config.validation import validate
+
+
+def load_config(
+    path: str | os.PathLike[str], *, implements: ImplementsFn = default_implements
+) -> SchedulerConfiguration:
+    """Read, default and validate the file. Raises ConfigError."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise ConfigError("", f"cannot read config file {os.fspath(path)!r}: {e.strerror}") from e
+    return config_from_yaml(text, source=os.fspath(path), implements=implements)
+
+
+def config_from_yaml(
+    text: str, *, source: str = "<string>", implements: ImplementsFn = default_implements
+) -> SchedulerConfiguration:
+    raw = load_yaml(text, source)
+    if raw is None:
+        raise ConfigError("", f"{source}: empty configuration (apiVersion and kind are required)")
+    return config_from_dict(raw, implements=implements)
+
+
+def default_config() -> SchedulerConfiguration:
+    """The configuration used without --config: every default, one profile."""
+    return config_from_dict({"apiVersion": API_VERSION, "kind": KIND})
+
+
+def config_from_dict(
+    raw: Mapping[str, Any], *, implements: ImplementsFn = default_implements
+) -> SchedulerConfiguration:
+    top = Fields(raw, "")
+    api_version = top.str_("apiVersion", "")
+    if api_version != API_VERSION:
+        raise ConfigError("apiVersion", f"must be {API_VERSION}, got {api_version or 'nothing'!r}")
+    kind = top.str_("kind", "")
+    if kind != KIND:
+        raise ConfigError("kind", f"must be {KIND}, got {kind or 'nothing'!r}")
+
+    d = SchedulerConfiguration()
+    parallelism = top.int_("parallelism", d.parallelism)
+    percentage = top.int_("percentageOfNodesToScore", d.percentage_of_nodes_to_score)
+    initial = top.int_("podInitialBackoffSeconds", d.pod_initial_backoff_seconds)
+    maximum = top.int_("podMaxBackoffSeconds", d.pod_max_backoff_seconds)
+    profiling = top.bool_("enableProfiling", d.enable_profiling)
+    contention = top.bool_("enableContentionProfiling", d.enable_contention_profiling)
+    delay = top.bool_("delayCacheUntilActive", d.delay_cache_until_active)
+    leader = _leader_election(top.obj("leaderElection"))
+    client = _client_connection(top.obj("clientConnection"))
+    if top.list_("extenders"):
+        raise ConfigError("extenders", "scheduler extenders are not supported")
+
+    raw_profiles = top.list_("profiles") or [{}]
+    profiles = tuple(
+        _profile(Fields(p, f"profiles[{i}]"), single=len(raw_profiles) == 1, implements=implements)
+        for i, p in enumerate(raw_profiles)
+    )
+    top.done()
+
+    cfg = SchedulerConfiguration(
+        parallelism=parallelism,
+        percentage_of_nodes_to_score=percentage,
+        pod_initial_backoff_seconds=initial,
+        pod_max_backoff_seconds=maximum,
+        enable_profiling=profiling,
+        enable_contention_profiling=contention,
+        delay_cache_until_active=delay,
+        leader_election=leader,
+        client_connection=client,
+        profiles=profiles,
+    )
+    validate(cfg)
+    return cfg
+
+
+def _leader_election(f: Fields) -> LeaderElectionConfig:
+    d = LeaderElectionConfig()
+    out = LeaderElectionConfig(
+        leader_elect=f.bool_("leaderElect", d.leader_elect),
+        lease_duration=f.duration("leaseDuration", d.lease_duration),
+        renew_deadline=f.duration("renewDeadline", d.renew_deadline),
+        retry_period=f.duration("retryPeriod", d.retry_period),
+        resource_lock=f.str_("resourceLock", d.resource_lock),
+        resource_name=f.str_("resourceName", d.resource_name),
+        resource_namespace=f.str_("resourceNamespace", d.resource_namespace),
+    )
+    f.done()
+    return out
+
+
+def _client_connection(f: Fields) -> ClientConnectionConfig:
+    d = ClientConnectionConfig()
+    out = ClientConnectionConfig(
+        kubeconfig=f.str_("kubeconfig", d.kubeconfig),
+        qps=f.float_("qps", d.qps),
+        burst=f.int_("burst", d.burst),
+        content_type=f.str_("contentType", d.content_type),
+        accept_content_types=f.str_("acceptContentTypes", d.accept_content_types),
+    )
+    f.done()
+    return out
+
+
+def _profile(f: Fields, *, single: bool, implements: ImplementsFn) -> Profile:
+    # as upstream: only a lone profile gets the default name; with several, each must
+    # name itself (validation reports the empty one)
+    name = f.str_("schedulerName", DEFAULT_SCHEDULER_NAME if single else "")
+    percentage = f.optional_int("percentageOfNodesToScore")
+    custom = _plugins(f.obj("plugins"))
+    configs = _plugin_configs(f, "pluginConfig")
+    f.done()
+
+    merged = merge_with_defaults(custom, names.DEFAULT_MULTI_POINT)
+    points = expand_extension_points(merged, f.sub("plugins"), implements)
+
+    # upstream defaulting: every enabled plugin that takes args gets its default args
+    configured = {pc.name for pc in configs}
+    enabled = [r.name for refs in points.values() for r in refs]
+    for plugin in dict.fromkeys(enabled):
+        if plugin not in configured and plugin_takes_args(plugin):
+            configs.append(PluginConfig(plugin, default_plugin_args(plugin), {}))
+    return Profile(
+        scheduler_name=name,
+        percentage_of_nodes_to_score=percentage,
+        plugins=merged,
+        plugin_config=tuple(configs),
+        extension_points=points,
+    )
+
+
+def _plugins(f: Fields) -> Plugins:
+    sets = {attr: _plugin_set(f.obj(key)) for key, attr in PLUGIN_SET_FIELDS.items()}
+    f.done()
+    return Plugins(**sets)
+
+
+def _plugin_name(f: Fields, *, allow_star: bool, enabling: bool) -> str:
+    name = f.str_("name", "")
+    if not name:
+        raise ConfigError(f.sub("name"), "required")
+    if name == "*":
+        if not allow_star:
+            raise ConfigError(f.sub("name"), '"*" is only allowed in disabled lists')
+        return name
+    if name not in names.ALL_PLUGINS and name not in names.NOT_IMPLEMENTED:
+        raise ConfigError(f.sub("name"), f"unknown plugin {name!r}")
+    if enabling and name in names.NOT_IMPLEMENTED:
+        raise ConfigError(f.sub("name"), f"plugin {name} is not implemented by this scheduler")
+    return name
+
+
+def _plugin_set(f: Fields) -> PluginSet:
+    enabled: list[PluginRef] = []
+    for i, item in enumerate(f.list_("enabled")):
+        pf = Fields(item, f"{f.sub('enabled')}[{i}]")
+        name = _plugin_name(pf, allow_star=False, enabling=True)
+        weight = pf.int_("weight", 0)
+        if weight < 0:
+            raise ConfigError(pf.sub("weight"), f"must not be negative, got {weight}")
+        pf.done()
+        enabled.append(PluginRef(name, weight))
+    disabled: list[str] = []
+    for i, item in enumerate(f.list_("disabled")):
+        pf = Fields(item, f"{f.sub('disabled')}[{i}]")
+        disabled.append(_plugin_name(pf, allow_star=True, enabling=False))
+        pf.get("weight")  # allowed (ignored) in disabled lists, as upstream
+        pf.done()
+    f.done()
+    return PluginSet(tuple(enabled), tuple(disabled))
+
+
+def _plugin_configs(f: Fields, key: str) -> list[PluginConfig]:
+    out: list[PluginConfig] = []
+    seen: dict[str, int] = {}
+    for i, item in enumerate(f.list_(key)):
+        pf = Fields(item, f"{f.sub(key)}[{i}]")
+        name = pf.str_("name", "")
+        if not name:
+            raise ConfigError(pf.sub("name"), "required")
+        if name not in names.ALL_PLUGINS:
+            raise ConfigError(pf.sub("name"), f"unknown plugin {name!r}")
+        if name in seen:
+            raise ConfigError(
+                pf.sub("name"), f"duplicate pluginConfig for {name} (also at index {seen[name]})"
+            )
+        seen[name] = i
+        raw_args = pf.get("args")
+        if raw_args is not None and not isinstance(raw_args, Mapping):
+            raise ConfigError(pf.sub("args"), "must be an object")
+        args = parse_plugin_args(name, raw_args, pf.sub("args"))
+        pf.done()
+        out.append(PluginConfig(name, args, dict(raw_args or {})))
+    return out
