@@ -1,0 +1,235 @@
+"""The scheduler cache: nodes, the pods on them, and assumed pods.
+
+Invariants:
+- every pod with a node name counts on that node, whoever scheduled it (pods of other
+  schedulers, static pods, terminating pods until their delete event arrives);
+- an assumed pod (`assume_pod` before bind) counts on its node at once; the informer's
+  add/update of that pod confirms it; `forget_pod` undoes it when bind fails; an assumed
+  pod whose binding finished but whose confirmation never came expires after `ttl`
+  seconds (`cleanup_assumed_pods`, driven by the injectable clock);
+- pods may arrive before their node: the node entry exists with node=None and is kept
+  out of snapshots until the node arrives;
+- each change stamps the node entry with a new generation and moves it to the end of
+  `_order`, so `update_snapshot` walks only entries changed since the snapshot's
+  generation (upstream's headNode list, as an OrderedDict).
+
+One Snapshot per Cache (upstream has one per scheduler): removed nodes are tombstoned
+until the next update_snapshot.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from scheduler.cache.node_view import NodeView
+from scheduler.cache.snapshot import Snapshot
+from scheduler.clock import SYSTEM_CLOCK, Clock
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
+
+log = logging.getLogger(__name__)
+
+# upstream durationToExpireAssumedPod
+DEFAULT_ASSUMED_POD_TTL = 15 * 60.0
+
+_TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+class CacheError(RuntimeError):
+    """Misuse of the cache (assuming a pod twice, forgetting one never assumed)."""
+
+
+@dataclass(slots=True)
+class _PodState:
+    pod: PodInfo
+    assumed: bool = False
+    binding_finished: bool = False
+    deadline: float | None = None
+
+
+class Cache:
+    def __init__(self, clock: Clock = SYSTEM_CLOCK, ttl: float = DEFAULT_ASSUMED_POD_TTL) -> None:
+        self._clock = clock
+        self._ttl = ttl
+        self._nodes: dict[str, NodeView] = {}
+        self._order: OrderedDict[str, None] = OrderedDict()
+        self._pods: dict[str, _PodState] = {}
+        self._assumed: set[str] = set()
+        self._generation = 0
+        self._tombstones: set[str] = set()
+
+    # ------------------------------------------------------------ internals
+    def _touch(self, name: str) -> NodeView:
+        view = self._nodes.get(name)
+        if view is None:
+            view = NodeView(None)
+            self._nodes[name] = view
+        self._generation += 1
+        view.generation = self._generation
+        self._order[name] = None
+        self._order.move_to_end(name)
+        return view
+
+    def _add_to_node(self, pod: PodInfo) -> None:
+        self._touch(pod.node_name).add_pod(pod)
+
+    def _remove_from_node(self, pod: PodInfo) -> None:
+        view = self._nodes.get(pod.node_name)
+        if view is None:
+            return
+        self._touch(pod.node_name).remove_pod(pod)
+        if view.node is None and not view.pods:
+            # a tombstone: keeps its place in _order until the next snapshot update
+            self._tombstones.add(pod.node_name)
+
+    # ------------------------------------------------------------ nodes
+    def add_node(self, node: NodeInfo) -> None:
+        self._touch(node.name).node = node
+
+    def update_node(self, old: NodeInfo | None, new: NodeInfo) -> None:
+        self._touch(new.name).node = new
+
+    def remove_node(self, node: NodeInfo) -> None:
+        """The node goes; its pods stay accounted until their own deletes arrive (as
+        upstream), but the node leaves every snapshot."""
+        if node.name not in self._nodes:
+            return
+        self._touch(node.name).node = None
+        self._tombstones.add(node.name)
+
+    # ------------------------------------------------------------ pods (informer)
+    def add_pod(self, pod: PodInfo) -> None:
+        if not pod.node_name or pod.phase in _TERMINAL_PHASES:
+            return
+        state = self._pods.get(pod.uid)
+        if state is not None and state.assumed:
+            # confirmation of an assumed pod (it may have landed elsewhere)
+            self._remove_from_node(state.pod)
+            self._assumed.discard(pod.uid)
+        elif state is not None:
+            self._remove_from_node(state.pod)
+        self._pods[pod.uid] = _PodState(pod)
+        self._add_to_node(pod)
+
+    def update_pod(self, old: PodInfo | None, new: PodInfo) -> None:
+        if new.phase in _TERMINAL_PHASES or not new.node_name:
+            if new.uid in self._pods and not self._pods[new.uid].assumed:
+                self.remove_pod(new)
+            return
+        self.add_pod(new)
+
+    def remove_pod(self, pod: PodInfo) -> None:
+        state = self._pods.pop(pod.uid, None)
+        if state is None:
+            return
+        self._assumed.discard(pod.uid)
+        self._remove_from_node(state.pod)
+
+    # ------------------------------------------------------------ assume / forget
+    def assume_pod(self, pod: PodInfo, node_name: str) -> PodInfo:
+        """Count `pod` on `node_name` before its bind is confirmed. Returns the
+        assumed record (the pod with node_name set)."""
+        if pod.uid in self._pods:
+            raise CacheError(f"pod {pod.key} is already in the cache")
+        assumed = dataclasses.replace(pod, node_name=node_name)
+        self._pods[pod.uid] = _PodState(assumed, assumed=True)
+        self._assumed.add(pod.uid)
+        self._add_to_node(assumed)
+        log.debug("assumed pod=%s node=%s", pod.key, node_name)
+        return assumed
+
+    def finish_binding(self, pod: PodInfo) -> None:
+        """The bind call returned; start the expiry clock of the assumption."""
+        state = self._pods.get(pod.uid)
+        if state is None or not state.assumed:
+            return
+        state.binding_finished = True
+        state.deadline = self._clock.now() + self._ttl
+
+    def forget_pod(self, pod: PodInfo) -> None:
+        """Undo an assumption (bind failed)."""
+        state = self._pods.get(pod.uid)
+        if state is None:
+            return
+        if not state.assumed:
+            raise CacheError(f"pod {pod.key} is not assumed; it cannot be forgotten")
+        del self._pods[pod.uid]
+        self._assumed.discard(pod.uid)
+        self._remove_from_node(state.pod)
+        log.debug("forgot pod=%s node=%s", pod.key, state.pod.node_name)
+
+    def cleanup_assumed_pods(self) -> list[PodInfo]:
+        """Expire assumed pods whose bind finished more than `ttl` ago and was never
+        confirmed. Returns the expired records."""
+        now = self._clock.now()
+        expired = []
+        for uid in list(self._assumed):
+            state = self._pods[uid]
+            if state.binding_finished and state.deadline is not None and now >= state.deadline:
+                expired.append(state.pod)
+                del self._pods[uid]
+                self._assumed.discard(uid)
+                self._remove_from_node(state.pod)
+                log.warning(
+                    "assumed pod expired pod=%s node=%s", state.pod.key, state.pod.node_name
+                )
+        return expired
+
+    # ------------------------------------------------------------ reads
+    def is_assumed(self, pod: PodInfo) -> bool:
+        return pod.uid in self._assumed
+
+    def get_pod(self, uid: str) -> PodInfo | None:
+        state = self._pods.get(uid)
+        return state.pod if state is not None else None
+
+    def node(self, name: str) -> NodeInfo | None:
+        view = self._nodes.get(name)
+        return view.node if view is not None else None
+
+    def node_count(self) -> int:
+        return sum(1 for v in self._nodes.values() if v.node is not None)
+
+    def pod_count(self) -> int:
+        return len(self._pods)
+
+    def statistics(self) -> dict[str, int]:
+        return {
+            "nodes": self.node_count(),
+            "pods": len(self._pods),
+            "assumed_pods": len(self._assumed),
+        }
+
+    # ------------------------------------------------------------ snapshot
+    def update_snapshot(self, snapshot: Snapshot) -> int:
+        """Bring `snapshot` up to date; returns the number of node entries copied."""
+        names: list[str] = []
+        for name in reversed(self._order):
+            if self._nodes[name].generation <= snapshot.generation:
+                break
+            names.append(name)
+        # apply oldest change first, so a fresh snapshot's slots follow arrival order
+        for name in reversed(names):
+            view = self._nodes[name]
+            if view.node is None:
+                snapshot._remove(name)
+            else:
+                snapshot._set(name, view)
+        snapshot.generation = self._generation
+        changed = len(names)
+        # drop tombstones: entries with neither a node nor pods
+        for name in self._tombstones:
+            view = self._nodes.get(name)
+            if view is not None and view.node is None and not view.pods:
+                del self._nodes[name]
+                del self._order[name]
+        self._tombstones.clear()
+        return changed
+
+    def new_snapshot(self) -> Snapshot:
+        snap = Snapshot()
+        self.update_snapshot(snap)
+        return snap

@@ -1,0 +1,238 @@
+import numpy as np
+import pytest
+from builders import make_node, make_pod
+
+from scheduler.cache import Cache, CacheError, Nominator
+from scheduler.clock import FakeClock
+from scheduler.model.selectors import parse_node_selector
+
+
+def _cache(*nodes: str) -> tuple[Cache, FakeClock]:
+    clock = FakeClock()
+    cache = Cache(clock, ttl=30.0)
+    for n in nodes:
+        cache.add_node(make_node(n).obj())
+    return cache, clock
+
+
+def _cpu(cache: Cache, node: str) -> int:
+    snap = cache.new_snapshot()
+    view = snap.get(node)
+    assert view is not None
+    return view.requested.get("cpu", 0)
+
+
+def test_pods_of_other_schedulers_and_terminating_pods_count() -> None:
+    cache, _ = _cache("n1")
+    cache.add_pod(make_pod("a").scheduler("other").requests(cpu="1").node("n1").obj())
+    cache.add_pod(make_pod("b").requests(cpu="500m").node("n1").terminating().obj())
+    cache.add_pod(make_pod("pending").requests(cpu="3").obj())  # no node: not counted
+    assert _cpu(cache, "n1") == 1500
+
+
+def test_assume_confirm_forget() -> None:
+    cache, _ = _cache("n1", "n2")
+    pod = make_pod("p").requests(cpu="1").obj()
+    assumed = cache.assume_pod(pod, "n1")
+    assert assumed.node_name == "n1" and cache.is_assumed(pod)
+    assert _cpu(cache, "n1") == 1000
+    with pytest.raises(CacheError):
+        cache.assume_pod(pod, "n1")
+    # the informer's add confirms it (and it landed on n2 in the end)
+    cache.add_pod(make_pod("p").uid(pod.uid).requests(cpu="1").node("n2").obj())
+    assert not cache.is_assumed(pod)
+    assert (_cpu(cache, "n1"), _cpu(cache, "n2")) == (0, 1000)
+    with pytest.raises(CacheError):
+        cache.forget_pod(pod)
+
+
+def test_forget_undoes_assumption() -> None:
+    cache, _ = _cache("n1")
+    pod = make_pod("p").requests(cpu="1").obj()
+    cache.assume_pod(pod, "n1")
+    cache.forget_pod(pod)
+    assert _cpu(cache, "n1") == 0
+    assert cache.get_pod(pod.uid) is None
+
+
+def test_update_confirms_an_assumed_pod() -> None:
+    cache, _ = _cache("n1")
+    pod = make_pod("p").requests(cpu="1").obj()
+    cache.assume_pod(pod, "n1")
+    bound = make_pod("p").uid(pod.uid).requests(cpu="1").node("n1").obj()
+    cache.update_pod(pod, bound)
+    assert not cache.is_assumed(pod)
+    assert _cpu(cache, "n1") == 1000
+
+
+def test_assumed_pod_expires_only_after_binding_finished_and_ttl() -> None:
+    cache, clock = _cache("n1")
+    pod = make_pod("p").requests(cpu="1").obj()
+    cache.assume_pod(pod, "n1")
+    clock.advance(1000)
+    assert cache.cleanup_assumed_pods() == []  # binding not finished: never expires
+    cache.finish_binding(pod)
+    clock.advance(29.9)
+    assert cache.cleanup_assumed_pods() == []
+    clock.advance(0.2)
+    expired = cache.cleanup_assumed_pods()
+    assert [p.uid for p in expired] == [pod.uid]
+    assert _cpu(cache, "n1") == 0
+
+
+def test_pod_before_node_and_node_removal() -> None:
+    cache, _ = _cache()
+    cache.add_pod(make_pod("a").requests(cpu="1").node("n1").obj())
+    snap = cache.new_snapshot()
+    assert snap.num_nodes == 0
+    cache.add_node(make_node("n1").obj())
+    cache.update_snapshot(snap)
+    assert snap.num_nodes == 1
+    view = snap.get("n1")
+    assert view is not None and view.requested["cpu"] == 1000
+    cache.remove_node(make_node("n1").obj())
+    cache.update_snapshot(snap)
+    assert snap.num_nodes == 0 and snap.get("n1") is None
+
+
+def test_remove_pod_and_terminal_phase_update() -> None:
+    cache, _ = _cache("n1")
+    a = make_pod("a").requests(cpu="1").node("n1").obj()
+    b = make_pod("b").requests(cpu="1").node("n1").obj()
+    cache.add_pod(a)
+    cache.add_pod(b)
+    cache.remove_pod(a)
+    import dataclasses
+
+    cache.update_pod(b, dataclasses.replace(b, phase="Succeeded"))
+    assert _cpu(cache, "n1") == 0
+    assert cache.pod_count() == 0
+
+
+def test_snapshot_update_is_incremental() -> None:
+    cache, _ = _cache(*[f"n{i}" for i in range(50)])
+    snap = cache.new_snapshot()
+    assert snap.num_nodes == 50
+    assert cache.update_snapshot(snap) == 0
+    cache.add_pod(make_pod("a").requests(cpu="1").node("n7").obj())
+    assert cache.update_snapshot(snap) == 1
+    slot = snap.slot_of("n7")
+    assert slot is not None
+    assert snap.table.req[slot, snap.table.resources["cpu"]] == 1000
+    assert snap.table.pod_count[slot] == 1
+    # the snapshot holds clones: later cache changes do not leak in
+    cache.add_pod(make_pod("b").requests(cpu="1").node("n7").obj())
+    assert snap.view(slot).requested["cpu"] == 1000
+
+
+def test_node_table_columns_and_vectorised_selectors() -> None:
+    cache, _ = _cache()
+    cache.add_node(
+        make_node("a").zone("z1").label("cores", "8").capacity(**{"ex.com/gpu": "2"}).obj()
+    )
+    cache.add_node(make_node("b").zone("z2").label("cores", "4").unschedulable().taint("k").obj())
+    cache.add_node(make_node("c").obj())
+    snap = cache.new_snapshot()
+    t = snap.table
+    slots = snap.live_slots()
+    assert t.alloc[snap.slot_of("a"), t.resources["ex.com/gpu"]] == 2
+    assert list(t.unschedulable[slots]) == [False, True, False]
+    assert t.taint_sets[t.taint_set_id[snap.slot_of("b")]][0].key == "k"
+    sel = parse_node_selector({"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["5"]}]},
+        {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "DoesNotExist"}]},
+    ]}, "x")  # fmt: skip
+    assert list(t.match_node_selector(sel, slots)) == [True, False, True]
+    notin = parse_node_selector(
+        {
+            "nodeSelectorTerms": [
+                {
+                    "matchExpressions": [
+                        {
+                            "key": "topology.kubernetes.io/zone",
+                            "operator": "NotIn",
+                            "values": ["z1"],
+                        }
+                    ]
+                }
+            ]
+        },
+        "x",
+    )
+    assert list(t.match_node_selector(notin, slots)) == [False, True, True]
+    assert list(t.match_label_map({"topology.kubernetes.io/zone": "z2"}, slots)) == [
+        False,
+        True,
+        False,
+    ]
+    # relabel a node: the old value disappears from its row
+    cache.update_node(None, make_node("a").zone("z3").obj())
+    cache.update_snapshot(snap)
+    assert list(t.match_label_map({"topology.kubernetes.io/zone": "z1"}, slots)) == [False] * 3
+    assert not np.any(t.has_all_keys(["cores"], slots)[:1])
+
+
+def test_slot_reuse_after_node_removal() -> None:
+    cache, _ = _cache("a", "b")
+    snap = cache.new_snapshot()
+    cache.remove_node(make_node("a").obj())
+    cache.update_snapshot(snap)
+    cache.add_node(make_node("c").obj())
+    cache.update_snapshot(snap)
+    assert snap.num_nodes == 2
+    assert sorted(snap.node_names()) == ["b", "c"]
+    assert len(snap.live_slots()) == 2
+
+
+def test_label_index_finds_candidate_pods() -> None:
+    from scheduler.model.selectors import parse_label_selector
+
+    cache, _ = _cache("n1", "n2")
+    a = make_pod("a").labels(app="x").node("n1").obj()
+    cache.add_pod(a)
+    cache.add_pod(make_pod("b").labels(app="y").node("n2").obj())
+    snap = cache.new_snapshot()
+    sel = parse_label_selector({"matchLabels": {"app": "x"}}, "")
+    assert [p.name for _, p in snap.candidate_pods(sel)] == ["a"]
+    cache.remove_pod(a)
+    cache.update_snapshot(snap)
+    assert list(snap.candidate_pods(sel)) == []
+
+
+@pytest.mark.parametrize(
+    ("steps", "expected"),
+    [
+        # nominated via status, then bound: gone
+        ([("add", make_pod("p").uid("u").nominated("n1")),
+          ("update", make_pod("p").uid("u").node("n1"))], {}),
+        # re-nominated elsewhere
+        ([("add", make_pod("p").uid("u").nominated("n1")),
+          ("update", make_pod("p").uid("u").nominated("n2"))], {"n2": ["p"]}),
+        # the API cleared it
+        ([("add", make_pod("p").uid("u").nominated("n1")),
+          ("update", make_pod("p").uid("u"))], {}),
+        # deleted
+        ([("add", make_pod("p").uid("u").nominated("n1")), ("delete", make_pod("p").uid("u"))], {}),
+        # an in-memory nomination survives an unrelated update
+        ([("nominate", make_pod("p").uid("u")), ("update", make_pod("p").uid("u").labels(a="b"))],
+         {"n9": ["p"]}),
+    ],
+)  # fmt: skip
+def test_nominator_follows_informer_records(
+    steps: list[tuple[str, object]], expected: dict[str, list[str]]
+) -> None:
+    nom = Nominator()
+    prev = None
+    for action, builder in steps:
+        pod = builder.obj()  # type: ignore[attr-defined]
+        if action == "add":
+            nom.on_pod_add(pod)
+        elif action == "update":
+            nom.on_pod_update(prev, pod)
+        elif action == "delete":
+            nom.on_pod_delete(pod)
+        else:
+            nom.add(pod, "n9")
+        prev = pod
+    got = {n: [p.name for p in pods.values()] for n, pods in nom.nodes_with_nominations().items()}
+    assert got == expected
