@@ -40,7 +40,7 @@ from scheduler.cluster.api import AdminClient
 from scheduler.cluster.binaries import Binaries, find_binaries
 from scheduler.cluster.errors import ClusterError
 from scheduler.cluster.nodes import NodeGroup, default_mix, node_manifests
-from scheduler.cluster.pki import Pki, make_pki
+from scheduler.cluster.pki import Pki, make_pki, pki_paths
 from scheduler.cluster.ports import LOOPBACK, free_port, port_in_use
 
 log = logging.getLogger(__name__)
@@ -84,6 +84,8 @@ class LocalCluster:
     def __init__(self, directory: Path | str, bin_dir: Path | None = None) -> None:
         self.dir = Path(directory).resolve()
         self._bin_dir = bin_dir
+        self._extra_apiserver_args: list[str] = []
+        self._fixed_apiserver_port = False
         self.state: ClusterState | None = None
         self._load_state()
 
@@ -111,17 +113,7 @@ class LocalCluster:
         return self.state.api_url
 
     def _pki(self) -> Pki:
-        d = self.pki_dir
-        return Pki(
-            d / "ca.crt",
-            d / "ca.key",
-            d / "apiserver.crt",
-            d / "apiserver.key",
-            d / "admin.crt",
-            d / "admin.key",
-            d / "sa.key",
-            d / "sa.pub",
-        )
+        return pki_paths(self.pki_dir)
 
     def admin(self, timeout: float = 10.0) -> AdminClient:
         p = self._pki()
@@ -179,6 +171,7 @@ class LocalCluster:
             binaries={n: str(bins.path(n)) for n in COMPONENTS},
         )
         self._extra_apiserver_args = list(extra_apiserver_args)
+        self._fixed_apiserver_port = apiserver_port is not None
         self._save_state()
         try:
             for name in COMPONENTS:
@@ -221,7 +214,7 @@ class LocalCluster:
             raise ClusterError(f"{self.dir} is not writable")
 
     def _remove_contents(self) -> None:
-        for name in (STATE_FILE, "kubeconfig", "kwok-stages.yaml", "kcm-kubeconfig"):
+        for name in (STATE_FILE, "kubeconfig", "kwok-stages.yaml", "kwok-kubeconfig"):
             (self.dir / name).unlink(missing_ok=True)
         for sub in ("pki", "etcd", "logs"):
             shutil.rmtree(self.dir / sub, ignore_errors=True)
@@ -272,7 +265,7 @@ class LocalCluster:
                 "--max-requests-inflight=1000",
                 "--max-mutating-requests-inflight=500",
                 f"--cert-dir={self.pki_dir / 'apiserver-generated'}",
-                *getattr(self, "_extra_apiserver_args", []),
+                *self._extra_apiserver_args,
             ]
         if name == "kube-controller-manager":
             return [
@@ -292,7 +285,7 @@ class LocalCluster:
         if name == "kwok":
             return [
                 str(bins.path("kwok")),
-                f"--kubeconfig={self.kubeconfig}",
+                f"--kubeconfig={self.dir / 'kwok-kubeconfig'}",
                 "--manage-all-nodes=false",
                 "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
                 f"--config={self._kwok_config(bins)}",
@@ -319,15 +312,28 @@ class LocalCluster:
     def start_component(self, name: str, bins: Binaries | None = None) -> None:
         assert self.state is not None
         bins = bins or find_binaries(Path(self.state.bin_dir))
-        pid = process.start(name, self._argv(name, bins), self.log_dir)
-        self.state.pids[name] = pid
-        self._save_state()
-        try:
-            self._wait_component(name, pid)
-        except ClusterError:
-            raise
+        for attempt in range(4):
+            pid = process.start(name, self._argv(name, bins), self.log_dir)
+            self.state.pids[name] = pid
+            self._save_state()
+            try:
+                self._wait_component(name, pid)
+                break
+            except ClusterError as exc:
+                # free_port() closes the socket before the component binds it, so another
+                # cluster starting at the same moment can take it: pick new ports, retry
+                fixed = name == "kube-apiserver" and self._fixed_apiserver_port
+                if "address already in use" not in str(exc) or fixed or attempt == 3:
+                    raise
+                for port_name in self._ports_of(name):
+                    self.state.ports[port_name] = free_port()
+                log.info("%s: port taken by someone else, retrying on new ports", name)
         if name == "kube-apiserver":
             self._write_kubeconfig()
+
+    @staticmethod
+    def _ports_of(name: str) -> tuple[str, ...]:
+        return ("etcd", "etcd-peer") if name == "etcd" else (name,)
 
     def stop_component(self, name: str, sig: int = signal.SIGTERM) -> None:
         assert self.state is not None
@@ -376,9 +382,14 @@ class LocalCluster:
 
     def _write_kubeconfig(self) -> None:
         p = self._pki()
+        self._write_kubeconfig_for(self.kubeconfig, "admin", p.admin_cert, p.admin_key)
+        self._write_kubeconfig_for(self.dir / "kwok-kubeconfig", "kwok", p.kwok_cert, p.kwok_key)
 
-        def b64(path: Path) -> str:
-            return base64.b64encode(path.read_bytes()).decode()
+    def _write_kubeconfig_for(self, path: Path, user: str, cert: Path, key: Path) -> None:
+        p = self._pki()
+
+        def b64(f: Path) -> str:
+            return base64.b64encode(f.read_bytes()).decode()
 
         cfg = {
             "apiVersion": "v1",
@@ -394,18 +405,18 @@ class LocalCluster:
             ],
             "users": [
                 {
-                    "name": "admin",
+                    "name": user,
                     "user": {
-                        "client-certificate-data": b64(p.admin_cert),
-                        "client-key-data": b64(p.admin_key),
+                        "client-certificate-data": b64(cert),
+                        "client-key-data": b64(key),
                     },
                 }
             ],
-            "contexts": [{"name": "local", "context": {"cluster": "local", "user": "admin"}}],
+            "contexts": [{"name": "local", "context": {"cluster": "local", "user": user}}],
             "current-context": "local",
         }
-        self.kubeconfig.write_text(yaml.safe_dump(cfg))
-        self.kubeconfig.chmod(0o600)
+        path.write_text(yaml.safe_dump(cfg))
+        path.chmod(0o600)
 
     def _server_version(self) -> str:
         status, body = self.admin().request("GET", "/version")

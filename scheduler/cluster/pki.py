@@ -32,8 +32,25 @@ class Pki:
     server_key: Path
     admin_cert: Path
     admin_key: Path
+    kwok_cert: Path
+    kwok_key: Path
     sa_key: Path
     sa_pub: Path
+
+
+def pki_paths(folder: Path) -> Pki:
+    return Pki(
+        ca_cert=folder / "ca.crt",
+        ca_key=folder / "ca.key",
+        server_cert=folder / "apiserver.crt",
+        server_key=folder / "apiserver.key",
+        admin_cert=folder / "admin.crt",
+        admin_key=folder / "admin.key",
+        kwok_cert=folder / "kwok.crt",
+        kwok_key=folder / "kwok.key",
+        sa_key=folder / "sa.key",
+        sa_pub=folder / "sa.pub",
+    )
 
 
 def _key() -> ec.EllipticCurvePrivateKey:
@@ -129,18 +146,12 @@ def make_pki(folder: Path) -> Pki:
 
     server, server_key = leaf("kube-apiserver", None, server=True)
     admin, admin_key = leaf("kubernetes-admin", "system:masters", server=False)
+    # kwok acts as every node's kubelet; its own identity lets tests tell its calls (the
+    # final DELETE of a terminating pod) from the scheduler's
+    kwok, kwok_key = leaf("system:kwok", "system:masters", server=False)
     sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
-    p = Pki(
-        ca_cert=folder / "ca.crt",
-        ca_key=folder / "ca.key",
-        server_cert=folder / "apiserver.crt",
-        server_key=folder / "apiserver.key",
-        admin_cert=folder / "admin.crt",
-        admin_key=folder / "admin.key",
-        sa_key=folder / "sa.key",
-        sa_pub=folder / "sa.pub",
-    )
+    p = pki_paths(folder)
     pem = serialization.Encoding.PEM
     p.ca_cert.write_bytes(ca.public_bytes(pem))
     _write_key(p.ca_key, ca_key)
@@ -148,6 +159,8 @@ def make_pki(folder: Path) -> Pki:
     _write_key(p.server_key, server_key)
     p.admin_cert.write_bytes(admin.public_bytes(pem))
     _write_key(p.admin_key, admin_key)
+    p.kwok_cert.write_bytes(kwok.public_bytes(pem))
+    _write_key(p.kwok_key, kwok_key)
     _write_key(p.sa_key, sa_key)
     p.sa_pub.write_bytes(
         sa_key.public_key().public_bytes(pem, serialization.PublicFormat.SubjectPublicKeyInfo)

@@ -1,0 +1,39 @@
+"""The DELETE webhook harness itself works against the real API server: it sees, delays,
+refuses and counts pod DELETEs. The preemption tests rely on it."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.kube import ClusterHandle, pod_manifest, wait_for
+from tests.webhook import DeleteWebhook
+
+pytestmark = pytest.mark.cluster
+
+
+def test_the_webhook_delays_refuses_and_counts_pod_deletes(cluster: ClusterHandle) -> None:
+    ns = cluster.create_namespace("webhook-harness")
+    hook = DeleteWebhook(cluster, ns)
+    hook.start()
+    try:
+        for name in ("slow", "refused"):
+            cluster.create_pod(
+                ns, pod_manifest(name, scheduler_name="nobody", nodeName="kwok-node-3")
+            )
+        hook.delay = 1.5
+        t0 = time.monotonic()
+        cluster.api("DELETE", f"/api/v1/namespaces/{ns}/pods/slow")
+        assert time.monotonic() - t0 >= 1.4
+        hook.delay = 0
+        hook.refuse = {"refused"}
+        status, body = cluster.admin.request("DELETE", f"/api/v1/namespaces/{ns}/pods/refused")
+        assert status == 403 and "refused by the test webhook" in body["message"]
+        assert cluster.get_pod(ns, "refused") is not None
+        assert hook.deletes == {"slow": 1, "refused": 1}
+        wait_for(lambda: cluster.get_pod(ns, "slow") is None, timeout=10, what="slow pod gone")
+    finally:
+        hook.stop()
+    # once stopped, deletes go through again
+    cluster.api("DELETE", f"/api/v1/namespaces/{ns}/pods/refused")

@@ -1,0 +1,212 @@
+"""A real validating admission webhook for pod DELETEs, run by the tests.
+
+The API server calls it for every pod DELETE in the namespaces it watches: it can delay
+the answer (to make preemption's API calls slow at the server itself), refuse the delete,
+and it counts every call per pod, so a test can prove "exactly one DELETE per victim".
+It serves HTTPS with a certificate signed by the local cluster's CA, on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import json
+import ssl
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from tests.kube import ClusterHandle
+
+KWOK_USER = "system:kwok"
+
+
+def _serving_cert(pki: Path, out: Path) -> tuple[Path, Path]:
+    ca_key = serialization.load_pem_private_key((pki / "ca.key").read_bytes(), None)
+    ca = x509.load_pem_x509_certificate((pki / "ca.crt").read_bytes())
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "delete-webhook")]))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    cert_path, key_path = out / "webhook.crt", out / "webhook.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+class DeleteWebhook:
+    """Delays or refuses pod DELETEs in one namespace and counts them per pod name."""
+
+    def __init__(
+        self, cluster: ClusterHandle, namespace: str, name: str = "delete-webhook"
+    ) -> None:
+        self.cluster = cluster
+        self.namespace = namespace
+        self.name = f"{name}-{namespace}"
+        self.delay = 0.0
+        self.refuse: set[str] = set()  # pod names whose DELETE is refused
+        self.refuse_all = False
+        # DELETEs the server asked about, by pod name; kwok's own final DELETE of a
+        # terminating pod (what a kubelet does) is counted apart, in kubelet_deletes
+        self.deletes: Counter[str] = Counter()
+        self.kubelet_deletes: Counter[str] = Counter()
+        self.refused: Counter[str] = Counter()
+        self.in_flight = 0
+        self.log: list[tuple[float, str, str]] = []  # (monotonic time, pod, "start"|"end")
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+
+    def _review(self, body: dict[str, Any]) -> dict[str, Any]:
+        req = body["request"]
+        pod = req.get("name", "")
+        user = req.get("userInfo", {}).get("username", "")
+        with self._lock:
+            if user == KWOK_USER:
+                self.kubelet_deletes[pod] += 1
+                return {
+                    "apiVersion": "admission.k8s.io/v1",
+                    "kind": "AdmissionReview",
+                    "response": {"uid": req["uid"], "allowed": True},
+                }
+            self.deletes[pod] += 1
+            self.in_flight += 1
+            self.log.append((time.monotonic(), pod, "start"))
+            delay = self.delay
+            refuse = self.refuse_all or pod in self.refuse
+        try:
+            if delay:
+                time.sleep(delay)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+                self.log.append((time.monotonic(), pod, "end"))
+                if refuse:
+                    self.refused[pod] += 1
+        response: dict[str, Any] = {"uid": req["uid"], "allowed": not refuse}
+        if refuse:
+            response["status"] = {"code": 403, "message": "delete refused by the test webhook"}
+        return {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "response": response,
+        }
+
+    def start(self) -> None:
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                out = json.dumps(hook._review(json.loads(self.rfile.read(length)))).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        pki = self.cluster.local.pki_dir
+        cert, key = _serving_cert(pki, self.cluster.local.dir / "webhook" / self.namespace)
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(str(cert), str(key))
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
+        threading.Thread(target=server.serve_forever, name=self.name, daemon=True).start()
+        self._server = server
+        port = server.server_address[1]
+        ca = (pki / "ca.crt").read_bytes()
+        import base64
+
+        config = {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": self.name},
+            "webhooks": [
+                {
+                    "name": "pod-delete.tests.kube-async-scheduler.io",
+                    "clientConfig": {
+                        "url": f"https://127.0.0.1:{port}/validate",
+                        "caBundle": base64.b64encode(ca).decode(),
+                    },
+                    "rules": [
+                        {
+                            "apiGroups": [""],
+                            "apiVersions": ["v1"],
+                            "operations": ["DELETE"],
+                            "resources": ["pods"],
+                            "scope": "Namespaced",
+                        }
+                    ],
+                    "namespaceSelector": {
+                        "matchLabels": {"kubernetes.io/metadata.name": self.namespace}
+                    },
+                    "failurePolicy": "Fail",
+                    "sideEffects": "None",
+                    "admissionReviewVersions": ["v1"],
+                    "timeoutSeconds": 30,
+                }
+            ],
+        }
+        self.cluster.api(
+            "POST", "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", config
+        )
+        # the API server picks up new webhook configurations asynchronously: probe with a
+        # throwaway pod until its DELETE reaches us
+        probe = {
+            "metadata": {"name": "webhook-probe"},
+            "spec": {"containers": [{"name": "c", "image": "x"}], "nodeName": "none"},
+        }
+        deadline = time.monotonic() + 30
+        while True:
+            self.cluster.admin.request("POST", f"/api/v1/namespaces/{self.namespace}/pods", probe)
+            self.cluster.admin.request(
+                "DELETE",
+                f"/api/v1/namespaces/{self.namespace}/pods/webhook-probe?gracePeriodSeconds=0",
+            )
+            if self.deletes["webhook-probe"]:
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError("the API server never called the delete webhook")
+            time.sleep(0.2)
+        with self._lock:
+            del self.deletes["webhook-probe"]
+            self.log = [e for e in self.log if e[1] != "webhook-probe"]
+
+    def stop(self) -> None:
+        self.cluster.admin.request(
+            "DELETE",
+            f"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/{self.name}",
+        )
+        if self._server is not None:
+            self._server.shutdown()
+            self._server = None
