@@ -222,8 +222,8 @@ class Cache:
         changed = len(names)
         # drop tombstones: entries with neither a node nor pods
         for name in self._tombstones:
-            view = self._nodes.get(name)
-            if view is not None and view.node is None and not view.pods:
+            entry = self._nodes.get(name)
+            if entry is not None and entry.node is None and not entry.pods:
                 del self._nodes[name]
                 del self._order[name]
         self._tombstones.clear()
