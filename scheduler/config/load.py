@@ -197,6 +197,8 @@ def _plugin_set(f: Fields) -> PluginSet:
         if weight < 0:
             raise ConfigError(pf.sub("weight"), f"must not be negative, got {weight}")
         pf.done()
+        if any(r.name == name for r in enabled):
+            raise ConfigError(pf.sub("name"), f"{name} is enabled twice")
         enabled.append(PluginRef(name, weight))
     disabled: list[str] = []
     for i, item in enumerate(f.list_("disabled")):

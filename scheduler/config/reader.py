@@ -33,7 +33,7 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[An
 
 _StrictLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-    _construct_mapping,  # type: ignore[arg-type]
+    _construct_mapping,
 )
 
 

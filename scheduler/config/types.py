@@ -111,7 +111,8 @@ class Plugins:
 class PluginConfig:
     name: str
     args: PluginArgs | None  # typed, defaulted (scheduler.config.args)
-    raw: Mapping[str, object] = field(default_factory=dict)  # as written, for the dump
+    # as written (for the dump); not part of equality: the typed args are what counts
+    raw: Mapping[str, object] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
