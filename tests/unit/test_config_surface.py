@@ -1,0 +1,23 @@
+"""The public surface of scheduler.config (and of scheduler.queue): exported names exist."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+
+@pytest.mark.parametrize("module", ["scheduler.config", "scheduler.queue"])
+def test_every_exported_name_exists(module: str) -> None:
+    mod = importlib.import_module(module)
+    exported = mod.__all__
+    assert sorted(exported) == sorted(set(exported))
+    missing = [name for name in exported if not hasattr(mod, name)]
+    assert missing == []
+
+
+def test_config_surface_has_the_entry_points_the_app_uses() -> None:
+    import scheduler.config as config
+
+    for name in ("load_config", "default_config", "write_config", "dump_config", "ConfigError"):
+        assert name in config.__all__
