@@ -1,0 +1,144 @@
+"""Dispatcher and EventRecorder against the real apiserver: bind, 409 on a second bind,
+status patches (merge by condition type, null clears), delete preconditions, events."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+
+from scheduler.client.connection import Connection
+from scheduler.client.dispatcher import Dispatcher
+from scheduler.client.errors import Conflict, NotFound
+from scheduler.client.events import NORMAL, WARNING, EventRecorder, pod_ref
+from tests.kube import ClusterHandle, pod_manifest
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture
+async def dispatcher(cluster: ClusterHandle) -> AsyncIterator[Dispatcher]:
+    conn = await Connection.from_kubeconfig(cluster.kubeconfig)
+    calls: list[tuple[str, str, str]] = []
+    d = Dispatcher(conn, on_request=lambda *c: calls.append(c))
+    d.calls = calls  # type: ignore[attr-defined]
+    yield d
+    await conn.close()
+
+
+def namespace(cluster: ClusterHandle, prefix: str) -> str:
+    return cluster.create_namespace(f"{prefix}-{uuid.uuid4().hex[:6]}")
+
+
+async def test_bind_binds_and_a_second_bind_is_a_conflict(
+    cluster: ClusterHandle, dispatcher: Dispatcher
+) -> None:
+    ns = namespace(cluster, "bind")
+    pod = cluster.create_pod(ns, pod_manifest("p", scheduler_name="nobody"))
+    uid = pod["metadata"]["uid"]
+    await dispatcher.bind(ns, "p", uid, "kwok-node-1")
+    bound = cluster.get_pod(ns, "p")
+    assert bound is not None and bound["spec"]["nodeName"] == "kwok-node-1"
+    with pytest.raises(Conflict):
+        await dispatcher.bind(ns, "p", uid, "kwok-node-2")
+    assert dispatcher.calls == [  # type: ignore[attr-defined]
+        ("create", "pods/binding", "201"),
+        ("create", "pods/binding", "409"),
+    ]
+
+
+async def test_bind_with_a_stale_uid_is_a_conflict_and_binds_nothing(
+    cluster: ClusterHandle, dispatcher: Dispatcher
+) -> None:
+    ns = namespace(cluster, "bind")
+    cluster.create_pod(ns, pod_manifest("p", scheduler_name="nobody"))
+    with pytest.raises(Conflict):
+        await dispatcher.bind(ns, "p", str(uuid.uuid4()), "kwok-node-1")
+    pod = cluster.get_pod(ns, "p")
+    assert pod is not None and not pod["spec"].get("nodeName")
+
+
+async def test_binding_a_missing_pod_is_not_found(
+    cluster: ClusterHandle, dispatcher: Dispatcher
+) -> None:
+    ns = namespace(cluster, "bind")
+    with pytest.raises(NotFound):
+        await dispatcher.bind(ns, "ghost", "u", "kwok-node-1")
+
+
+async def test_status_patch_merges_conditions_by_type_and_null_clears(
+    cluster: ClusterHandle, dispatcher: Dispatcher
+) -> None:
+    ns = namespace(cluster, "status")
+    cluster.create_pod(ns, pod_manifest("p", scheduler_name="nobody"))
+    condition = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "message": "0/4 nodes are available",
+        "lastTransitionTime": "2024-01-01T00:00:00Z",
+    }
+    await dispatcher.patch_pod_status(
+        ns, "p", {"status": {"conditions": [condition], "nominatedNodeName": "kwok-node-3"}}
+    )
+    pod = cluster.get_pod(ns, "p")
+    assert pod is not None
+    assert pod["status"]["nominatedNodeName"] == "kwok-node-3"
+    await dispatcher.patch_pod_status(
+        ns,
+        "p",
+        {
+            "status": {
+                "nominatedNodeName": None,
+                "conditions": [{**condition, "message": "0/5 nodes are available"}],
+            }
+        },
+    )
+    pod = cluster.get_pod(ns, "p")
+    assert pod is not None
+    assert "nominatedNodeName" not in pod["status"]
+    scheduled = [c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled"]
+    assert len(scheduled) == 1 and scheduled[0]["message"] == "0/5 nodes are available"
+
+
+async def test_delete_honours_the_uid_precondition(
+    cluster: ClusterHandle, dispatcher: Dispatcher
+) -> None:
+    ns = namespace(cluster, "delete")
+    pod = cluster.create_pod(ns, pod_manifest("p", scheduler_name="nobody"))
+    with pytest.raises(Conflict):
+        await dispatcher.delete_pod(ns, "p", uid=str(uuid.uuid4()))
+    await dispatcher.delete_pod(ns, "p", uid=pod["metadata"]["uid"], grace_period_seconds=0)
+    for _ in range(100):
+        if cluster.get_pod(ns, "p") is None:
+            break
+        await asyncio.sleep(0.1)
+    assert cluster.get_pod(ns, "p") is None
+    with pytest.raises(NotFound):
+        await dispatcher.delete_pod(ns, "p")
+
+
+async def test_recorded_events_land_as_events_k8s_io_with_series(
+    cluster: ClusterHandle, dispatcher: Dispatcher
+) -> None:
+    ns = namespace(cluster, "events")
+    pod = cluster.create_pod(ns, pod_manifest("p", scheduler_name="nobody"))
+    ref = pod_ref(ns, "p", pod["metadata"]["uid"])
+    recorder = EventRecorder(
+        dispatcher, reporting_controller="kube-async-scheduler", reporting_instance="test-1"
+    )
+    recorder.start()
+    recorder.event(ref, NORMAL, "Scheduled", "Binding", f"Successfully assigned {ns}/p to n1")
+    for i in range(20):
+        recorder.event(ref, WARNING, "FailedScheduling", "Scheduling", f"0/{i} nodes")
+        await asyncio.sleep(0.01)
+    await recorder.stop()
+    events = {e["reason"]: e for e in cluster.events(ns)}
+    assert set(events) == {"Scheduled", "FailedScheduling"}
+    assert events["Scheduled"]["regarding"]["uid"] == pod["metadata"]["uid"]
+    assert events["Scheduled"]["reportingController"] == "kube-async-scheduler"
+    assert events["FailedScheduling"]["type"] == "Warning"
+    assert events["FailedScheduling"]["series"]["count"] == 20
+    assert recorder.statistics().failed == 0
