@@ -128,9 +128,9 @@ DEFAULT_PLUGINS: dict[str, tuple[PluginRef, ...]] = {
         PluginRef(NODE_RESOURCES_BALANCED_ALLOCATION, 1),
         PluginRef(IMAGE_LOCALITY, 1),
     ),
-    RESERVE: (PluginRef(VOLUME_BINDING),),
+    RESERVE: (),  # upstream: VolumeBinding (VolumeBinding-lite binds no volumes)
     PERMIT: (),
-    PRE_BIND: (PluginRef(VOLUME_BINDING),),
+    PRE_BIND: (),  # upstream: VolumeBinding
     BIND: (PluginRef(DEFAULT_BINDER),),
     POST_BIND: (),
 }

@@ -23,6 +23,7 @@ class EventResource(enum.StrEnum):
     PDB = "PodDisruptionBudget"
     PVC = "PersistentVolumeClaim"
     PV = "PersistentVolume"
+    STORAGE_CLASS = "StorageClass"
     WILDCARD = "*"
 
 

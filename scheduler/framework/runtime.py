@@ -1,0 +1,392 @@
+"""Framework: the plugins of one profile and how each extension point runs them.
+
+Built from a Profile: per extension point the enabled plugin refs, with `multiPoint`
+expanded as upstream (a multiPoint plugin is registered at every extension point it
+implements; plugins named at a specific point come first), score weights (0 -> 1) and
+per-plugin args (missing -> the plugin's defaults).
+
+Filter contract: the first rejecting plugin decides a node's Status. In the main pass
+batch plugins run first (over the whole NodeTable), per-node plugins after, on the nodes
+still feasible; so with mixed kinds the recorded reason may name a later batch plugin
+where upstream would name an earlier per-node one. The verdict is the same.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from scheduler.config import names
+from scheduler.config.args import default_plugin_args
+from scheduler.config.names import PluginRef
+from scheduler.framework.cluster_event import ClusterEventWithHint
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.handle import Handle
+from scheduler.framework.interfaces import (
+    MAX_NODE_SCORE,
+    IntArray,
+    PostFilterResult,
+    PreFilterResult,
+    QueuedPod,
+    implements,
+)
+from scheduler.framework.registry import Registry
+from scheduler.framework.search import SearchState
+from scheduler.framework.status import Code, Status
+from scheduler.model.pod import PodInfo
+
+if TYPE_CHECKING:
+    from scheduler.cache.node_view import NodeView
+    from scheduler.cache.nominator import Nominator
+    from scheduler.cache.snapshot import Snapshot
+    from scheduler.framework.diagnosis import Diagnosis
+
+log = logging.getLogger(__name__)
+
+
+class FrameworkError(ValueError):
+    """The profile cannot be built (unknown plugin, plugin lacking the extension point)."""
+
+
+@dataclass
+class Profile:
+    scheduler_name: str = "default-scheduler"
+    # extension point key (config.names.*, including "multiPoint") -> enabled refs
+    plugins: Mapping[str, Sequence[PluginRef]] = field(
+        default_factory=lambda: {names.MULTI_POINT: names.DEFAULT_MULTI_POINT}
+    )
+    plugin_args: Mapping[str, Any] = field(default_factory=dict)
+    percentage_of_nodes_to_score: int | None = None  # None: the global setting
+
+
+def _tag(status: Status, plugin: str) -> Status:
+    if status.ok or status.plugin:
+        return status
+    return dataclasses.replace(status, plugin=plugin)
+
+
+class Framework:
+    def __init__(
+        self,
+        profile: Profile,
+        registry: Registry,
+        handle: Handle | None = None,
+        *,
+        global_percentage_of_nodes_to_score: int = 0,
+        search: SearchState | None = None,
+    ) -> None:
+        self.profile = profile
+        # pass one SearchState to every profile's Framework to share the rotation
+        self.search = search if search is not None else SearchState()
+        self.profile_name = profile.scheduler_name
+        self.handle = handle if handle is not None else Handle()
+        self.handle.framework = self
+        self.percentage_of_nodes_to_score = (
+            profile.percentage_of_nodes_to_score
+            if profile.percentage_of_nodes_to_score is not None
+            else global_percentage_of_nodes_to_score
+        )
+        self._plugins: dict[str, Any] = {}
+        self.weights: dict[str, int] = {}
+        points: dict[str, list[Any]] = {p: [] for p in names.EXTENSION_POINTS}
+        multi = list(profile.plugins.get(names.MULTI_POINT, ()))
+        for point in names.EXTENSION_POINTS:
+            seen: set[str] = set()
+            for ref in profile.plugins.get(point, ()):
+                plugin = self._instantiate(ref.name, registry)
+                if not implements(plugin, point):
+                    raise FrameworkError(f"plugin {ref.name!r} does not extend {point}")
+                if ref.name in seen:
+                    raise FrameworkError(f"plugin {ref.name!r} listed twice in {point}")
+                seen.add(ref.name)
+                points[point].append(plugin)
+                if point == names.SCORE:
+                    self.weights[ref.name] = ref.weight or 1
+            for ref in multi:
+                if ref.name in seen:
+                    continue
+                plugin = self._instantiate(ref.name, registry)
+                if implements(plugin, point):
+                    seen.add(ref.name)
+                    points[point].append(plugin)
+                    if point == names.SCORE:
+                        self.weights[ref.name] = ref.weight or 1
+        self.pre_enqueue_plugins = points[names.PRE_ENQUEUE]
+        sorts = points[names.QUEUE_SORT]
+        if len(sorts) > 1:
+            raise FrameworkError("only one queueSort plugin may be enabled")
+        self.queue_sort_plugin = sorts[0] if sorts else None
+        self.pre_filter_plugins = points[names.PRE_FILTER]
+        self.filter_plugins = points[names.FILTER]
+        self.batch_filter_plugins = [p for p in self.filter_plugins if hasattr(p, "filter_batch")]
+        self.node_filter_plugins = [
+            p for p in self.filter_plugins if not hasattr(p, "filter_batch")
+        ]
+        self.pre_filter_extensions = [
+            p for p in self.pre_filter_plugins if hasattr(p, "add_pod") and hasattr(p, "remove_pod")
+        ]
+        self.post_filter_plugins = points[names.POST_FILTER]
+        self.pre_score_plugins = points[names.PRE_SCORE]
+        self.score_plugins = points[names.SCORE]
+        self.reserve_plugins = points[names.RESERVE]
+        self.permit_plugins = points[names.PERMIT]
+        self.pre_bind_plugins = points[names.PRE_BIND]
+        self.bind_plugins = points[names.BIND]
+        self.post_bind_plugins = points[names.POST_BIND]
+
+    def _instantiate(self, name: str, registry: Registry) -> Any:
+        plugin = self._plugins.get(name)
+        if plugin is None:
+            if name not in registry:
+                raise FrameworkError(f"plugin {name!r} is not registered")
+            args = self.profile.plugin_args.get(name)
+            if args is None:
+                args = default_plugin_args(name)
+            plugin = registry.get(name)(args, self.handle)
+            self._plugins[name] = plugin
+        return plugin
+
+    # ------------------------------------------------------------ introspection
+    def plugin(self, name: str) -> Any:
+        return self._plugins[name]
+
+    def has_filter_plugins(self) -> bool:
+        return bool(self.filter_plugins)
+
+    def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
+        """Plugin name -> the cluster events (with hints) that may make a pod it
+        rejected schedulable again. Handed to the queue."""
+        out: dict[str, list[ClusterEventWithHint]] = {}
+        for name, plugin in self._plugins.items():
+            if hasattr(plugin, "events_to_register"):
+                out[name] = list(plugin.events_to_register())
+        return out
+
+    # ------------------------------------------------------------ queue side
+    def run_pre_enqueue(self, pod: PodInfo) -> Status:
+        for p in self.pre_enqueue_plugins:
+            st = p.pre_enqueue(pod)
+            if not st.ok:
+                return _tag(st, p.name)
+        return Status.success()
+
+    def queue_sort_less(self, a: QueuedPod, b: QueuedPod) -> bool:
+        assert self.queue_sort_plugin is not None
+        return bool(self.queue_sort_plugin.less(a, b))
+
+    # ------------------------------------------------------------ filter
+    def run_pre_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status]:
+        result: PreFilterResult | None = None
+        for p in self.pre_filter_plugins:
+            res, st = p.pre_filter(state, pod, snapshot)
+            if st.code == Code.SKIP:
+                state.skip_filter.add(p.name)
+                continue
+            if not st.ok:
+                return None, _tag(st, p.name)
+            if res is not None and res.node_names is not None:
+                res = PreFilterResult(res.node_names, (p.name,))
+                result = res if result is None else result.merge(res)
+                if not result.node_names:
+                    plugins = ", ".join(result.plugins)
+                    return None, Status.unresolvable(
+                        f"node(s) didn't satisfy plugin(s) [{plugins}] simultaneously",
+                        plugin=p.name,
+                    )
+        return result, Status.success()
+
+    def run_filter(self, state: CycleState, pod: PodInfo, view: NodeView) -> Status:
+        """Every Filter plugin on one node (per-node form), first rejection wins."""
+        skip = state.skip_filter
+        for p in self.filter_plugins:
+            if p.name in skip:
+                continue
+            st = p.filter(state, pod, view)
+            if not st.ok:
+                return _tag(st, p.name)
+        return Status.success()
+
+    def run_node_filters(self, state: CycleState, pod: PodInfo, view: NodeView) -> Status:
+        """Only the per-node (non-batch) Filter plugins (main pass, after the batch)."""
+        skip = state.skip_filter
+        for p in self.node_filter_plugins:
+            if p.name in skip:
+                continue
+            st = p.filter(state, pod, view)
+            if not st.ok:
+                return _tag(st, p.name)
+        return Status.success()
+
+    def run_add_pod(
+        self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, view: NodeView
+    ) -> Status:
+        for p in self.pre_filter_extensions:
+            if p.name in state.skip_filter:
+                continue
+            st = p.add_pod(state, pod, pod_to_add, view)
+            if not st.ok:
+                return _tag(st, p.name)
+        return Status.success()
+
+    def run_remove_pod(
+        self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, view: NodeView
+    ) -> Status:
+        for p in self.pre_filter_extensions:
+            if p.name in state.skip_filter:
+                continue
+            st = p.remove_pod(state, pod, pod_to_remove, view)
+            if not st.ok:
+                return _tag(st, p.name)
+        return Status.success()
+
+    def add_nominated_pods(
+        self, state: CycleState, pod: PodInfo, view: NodeView, nominator: Nominator | None
+    ) -> tuple[bool, CycleState, NodeView]:
+        """Copies of state and view with the pods nominated to the node at priority >=
+        the pod's (not the pod itself) added. (False, state, view) when none apply."""
+        if nominator is None:
+            return False, state, view
+        nominated = [
+            p
+            for p in nominator.nominated_pods_for_node(view.name)
+            if p.uid != pod.uid and p.priority >= pod.priority
+        ]
+        if not nominated:
+            return False, state, view
+        state_out = state.clone()
+        view_out = view.clone()
+        for p in nominated:
+            view_out.add_pod(p)
+            st = self.run_add_pod(state_out, pod, p, view_out)
+            if not st.ok:
+                raise RuntimeError(f"AddPod failed for nominated pod {p.key}: {st.message()}")
+        return True, state_out, view_out
+
+    def run_filter_with_nominated_pods(
+        self, state: CycleState, pod: PodInfo, view: NodeView, nominator: Nominator | None
+    ) -> Status:
+        """upstream RunFilterPluginsWithNominatedPods: the pod must pass with the
+        nominated pods of equal or higher priority added; if any were added, it must
+        also pass without them (they may never arrive, and inter-pod affinity could
+        depend on them)."""
+        added, s2, v2 = self.add_nominated_pods(state, pod, view, nominator)
+        st = self.run_filter(s2, pod, v2)
+        if not st.ok or not added:
+            return st
+        return self.run_filter(state, pod, view)
+
+    # ------------------------------------------------------------ post filter
+    def run_post_filter(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status]:
+        """The first PostFilter plugin that succeeds (or errors) ends the run."""
+        reasons: list[str] = []
+        last = Status.unschedulable("no PostFilter plugins")
+        for p in self.post_filter_plugins:
+            res, st = p.post_filter(state, pod, diagnosis)
+            if st.ok:
+                return res, st
+            if st.code == Code.ERROR:
+                return None, _tag(st, p.name)
+            last = _tag(st, p.name)
+            reasons.extend(st.reasons)
+        if reasons:
+            last = dataclasses.replace(last, reasons=tuple(reasons))
+        return None, last
+
+    # ------------------------------------------------------------ score
+    def run_pre_score(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, slots: IntArray
+    ) -> Status:
+        for p in self.pre_score_plugins:
+            st = p.pre_score(state, pod, snapshot, slots)
+            if st.code == Code.SKIP:
+                state.skip_score.add(p.name)
+                continue
+            if not st.ok:
+                return _tag(st, p.name)
+        return Status.success()
+
+    def run_score(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, slots: IntArray
+    ) -> tuple[IntArray, dict[str, IntArray], Status]:
+        """Weighted sum of normalized scores over `slots`, plus the per-plugin scores."""
+        total = np.zeros(len(slots), dtype=np.int64)
+        per_plugin: dict[str, IntArray] = {}
+        for p in self.score_plugins:
+            if p.name in state.skip_score:
+                continue
+            if hasattr(p, "score_batch"):
+                scores = np.asarray(p.score_batch(state, pod, snapshot, slots), dtype=np.int64)
+            else:
+                values = []
+                for s in slots.tolist():
+                    v, st = p.score(state, pod, snapshot.view(s))
+                    if not st.ok:
+                        return total, per_plugin, _tag(st, p.name)
+                    values.append(v)
+                scores = np.asarray(values, dtype=np.int64)
+            if hasattr(p, "normalize_scores"):
+                st = p.normalize_scores(state, pod, scores, slots)
+                if not st.ok:
+                    return total, per_plugin, _tag(st, p.name)
+            if len(scores) and (scores.min() < 0 or scores.max() > MAX_NODE_SCORE):
+                err = f"plugin {p.name} returned a score outside [0, {MAX_NODE_SCORE}]"
+                return total, per_plugin, Status(Code.ERROR, (err,), p.name)
+            per_plugin[p.name] = scores
+            total += scores * self.weights.get(p.name, 1)
+        return total, per_plugin, Status.success()
+
+    # ------------------------------------------------------------ reserve .. bind
+    def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        for p in self.reserve_plugins:
+            st = p.reserve(state, pod, node_name)
+            if not st.ok:
+                return _tag(st, p.name)
+        return Status.success()
+
+    def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        for p in reversed(self.reserve_plugins):
+            try:
+                p.unreserve(state, pod, node_name)
+            except Exception:  # an unreserve must never stop the others
+                log.exception("unreserve failed plugin=%s pod=%s", p.name, pod.key)
+
+    def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        """SUCCESS, WAIT (with the shortest timeout) or the first rejection."""
+        wait: float | None = None
+        for p in self.permit_plugins:
+            st, timeout = p.permit(state, pod, node_name)
+            if st.code == Code.WAIT:
+                wait = timeout if wait is None else min(wait, timeout)
+            elif not st.ok:
+                return _tag(st, p.name), 0.0
+        if wait is not None:
+            return Status(Code.WAIT), wait
+        return Status.success(), 0.0
+
+    async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        for p in self.pre_bind_plugins:
+            st = await p.pre_bind(state, pod, node_name)
+            if not st.ok:
+                return _tag(st, p.name)
+        return Status.success()
+
+    async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        for p in self.bind_plugins:
+            st = await p.bind(state, pod, node_name)
+            if st.code == Code.SKIP:
+                continue
+            return _tag(st, p.name)
+        return Status(Code.ERROR, ("no bind plugin bound the pod",))
+
+    def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        for p in self.post_bind_plugins:
+            p.post_bind(state, pod, node_name)

@@ -1,0 +1,284 @@
+"""schedule_pod: one pod, one snapshot -> a node or a FitError (upstream schedulePod).
+
+1. PreFilter (may reject the pod outright or narrow the candidate nodes).
+2. If the pod carries a nominatedNodeName that still passes Filter, take it.
+3. Filter: batch plugins over every candidate at once (NodeTable columns), then the
+   nominated-pods rule on nodes holding nominations of priority >= the pod's, then
+   per-node plugins on the still-feasible nodes in rotated order until enough feasible
+   nodes are found (percentageOfNodesToScore; adaptive as upstream).
+4. PreScore / Score / NormalizeScore, weighted sum; highest total wins, ties at random.
+
+The search starts where the previous cycle stopped (`SearchState.next_start`), so nodes
+are considered fairly. No API calls, no awaits.
+
+`NodeDryRun` is the one-node helper for preemption: a copy of a node's state with pods
+removed/added (PreFilter extensions kept in step) and Filter run with the
+nominated-pods rule.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scheduler.cache.node_view import NodeView
+from scheduler.cache.nominator import Nominator
+from scheduler.cache.snapshot import Snapshot
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.diagnosis import Diagnosis, FitError, ScheduleResult
+from scheduler.framework.interfaces import IntArray
+from scheduler.framework.runtime import Framework, _tag
+from scheduler.framework.search import SearchState
+from scheduler.framework.status import Code, Status
+from scheduler.model.pod import PodInfo
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+
+class SchedulingError(RuntimeError):
+    """A plugin returned ERROR: an internal problem, not a fit verdict."""
+
+    def __init__(self, status: Status) -> None:
+        self.status = status
+        super().__init__(f"{status.plugin}: {status.message()}")
+
+
+def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
+    """upstream numFeasibleNodesToFind: all nodes below 100; else percentage (0 means
+    adaptive: 50% - nodes/125, floor 5%) of the nodes, at least 100."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND or percentage >= 100:
+        return num_all_nodes
+    adaptive = percentage
+    if adaptive <= 0:
+        adaptive = 50 - num_all_nodes // 125
+        if adaptive < MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND:
+            adaptive = MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND
+    num = num_all_nodes * adaptive // 100
+    return max(num, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+def _nominated_slots(snapshot: Snapshot, pod: PodInfo, nominator: Nominator | None) -> set[int]:
+    if nominator is None:
+        return set()
+    out: set[int] = set()
+    for node, pods in nominator.nodes_with_nominations().items():
+        slot = snapshot.slot_of(node)
+        if slot is None:
+            continue
+        for p in pods.values():
+            if p.uid != pod.uid and p.priority >= pod.priority:
+                out.add(slot)
+                break
+    return out
+
+
+def find_nodes_that_fit(
+    framework: Framework,
+    state: CycleState,
+    pod: PodInfo,
+    snapshot: Snapshot,
+    nominator: Nominator | None,
+    search: SearchState,
+    diagnosis: Diagnosis,
+    candidates: IntArray,
+) -> tuple[IntArray, int]:
+    """Feasible slots (at most num_feasible_nodes_to_find, in search order) and how
+    many nodes were processed. Records rejections in `diagnosis`."""
+    n = len(candidates)
+    if n == 0:
+        return candidates, 0
+    start = search.next_start % n
+    order = np.concatenate((candidates[start:], candidates[:start])) if start else candidates
+    pos = np.arange(n, dtype=np.int64)
+    to_find = num_feasible_nodes_to_find(framework.percentage_of_nodes_to_score, n)
+    skip = state.skip_filter
+
+    alive = order
+    for p in framework.batch_filter_plugins:
+        if p.name in skip or len(alive) == 0:
+            continue
+        res = p.filter_batch(state, pod, snapshot, alive)
+        passed = res.passed
+        if not passed.all():
+            rejected = ~passed
+            reasons = res.reasons[rejected] if res.reasons is not None else None
+            statuses = [_tag(s, p.name) for s in res.statuses]
+            for s in statuses:
+                if s.code == Code.ERROR:
+                    raise SchedulingError(s)
+            diagnosis.add_batch(alive[rejected], reasons, statuses)
+            alive = alive[passed]
+            pos = pos[passed]
+
+    # nominated-pods rule on the (few) nodes holding relevant nominations
+    nominated = _nominated_slots(snapshot, pod, nominator) if len(alive) else set()
+    if nominated:
+        keep = np.ones(len(alive), dtype=np.bool_)
+        for i in np.flatnonzero(np.isin(alive, list(nominated))).tolist():
+            slot = int(alive[i])
+            view = snapshot.view(slot)
+            added, s2, v2 = framework.add_nominated_pods(state, pod, view, nominator)
+            if not added:
+                continue
+            st = framework.run_filter(s2, pod, v2)
+            if st.code == Code.ERROR:
+                raise SchedulingError(st)
+            if not st.ok:
+                diagnosis.add(slot, st)
+                keep[i] = False
+        if not keep.all():
+            alive = alive[keep]
+            pos = pos[keep]
+
+    node_plugins = [p for p in framework.node_filter_plugins if p.name not in skip]
+    if not node_plugins:
+        feasible = alive[:to_find]
+        processed = int(pos[to_find - 1]) + 1 if len(alive) >= to_find else n
+    else:
+        found: list[int] = []
+        processed = n
+        views = snapshot.views
+        for i, slot in enumerate(alive.tolist()):
+            view = views[slot]
+            assert view is not None
+            st = framework.run_node_filters(state, pod, view)
+            if st.ok:
+                found.append(slot)
+                if len(found) >= to_find:
+                    processed = int(pos[i]) + 1
+                    break
+            elif st.code == Code.ERROR:
+                raise SchedulingError(st)
+            else:
+                diagnosis.add(slot, st)
+        feasible = np.asarray(found, dtype=np.int64)
+    search.next_start = (start + processed) % n
+    return feasible, processed
+
+
+def schedule_pod(
+    framework: Framework,
+    state: CycleState,
+    pod: PodInfo,
+    snapshot: Snapshot,
+    nominator: Nominator | None = None,
+    *,
+    search: SearchState | None = None,
+) -> ScheduleResult | FitError:
+    """Pick a node for `pod`. Returns ScheduleResult or FitError (no node fits);
+    raises SchedulingError when a plugin reports an internal error."""
+    if search is None:
+        search = framework.search
+    handle = framework.handle
+    handle.snapshot = snapshot
+    handle.nominator = nominator
+    diagnosis = Diagnosis(snapshot)
+    num_all = snapshot.num_nodes
+    if num_all == 0:
+        return FitError(pod, 0, diagnosis)
+
+    pre_result, st = framework.run_pre_filter(state, pod, snapshot)
+    if st.code == Code.ERROR:
+        raise SchedulingError(st)
+    if not st.ok:
+        diagnosis.pre_filter_msg = st.message()
+        diagnosis.set_all(st)
+        return FitError(pod, num_all, diagnosis)
+
+    # a pod nominated by an earlier preemption tries its node first
+    nominated_node = pod.nominated_node_name
+    if nominated_node and (
+        pre_result is None
+        or pre_result.node_names is None
+        or nominated_node in pre_result.node_names
+    ):
+        view = snapshot.get(nominated_node)
+        if view is not None:
+            nst = framework.run_filter_with_nominated_pods(state, pod, view, nominator)
+            if nst.code == Code.ERROR:
+                raise SchedulingError(nst)
+            if nst.ok:
+                return ScheduleResult(nominated_node, 1, 1)
+
+    candidates = snapshot.live_slots()
+    if pre_result is not None and pre_result.node_names is not None:
+        allowed = [
+            s for s in (snapshot.slot_of(nm) for nm in pre_result.node_names) if s is not None
+        ]
+        cand = np.asarray(sorted(allowed), dtype=np.int64)
+        outside = np.setdiff1d(candidates, cand, assume_unique=True)
+        if len(outside):
+            plugins = ", ".join(sorted(pre_result.plugins))
+            diagnosis.add_batch(
+                outside,
+                None,
+                [
+                    Status.unresolvable(
+                        f"node(s) didn't satisfy plugin(s) [{plugins}]",
+                        plugin=pre_result.plugins[0] if pre_result.plugins else "",
+                    )
+                ],
+            )
+        candidates = cand
+
+    feasible, processed = find_nodes_that_fit(
+        framework, state, pod, snapshot, nominator, search, diagnosis, candidates
+    )
+    if len(feasible) == 0:
+        return FitError(pod, num_all, diagnosis)
+    evaluated = max(processed, len(feasible))
+    if len(feasible) == 1:
+        return ScheduleResult(snapshot.view(int(feasible[0])).name, evaluated, 1)
+
+    st = framework.run_pre_score(state, pod, snapshot, feasible)
+    if not st.ok:
+        raise SchedulingError(st)
+    total, _, st = framework.run_score(state, pod, snapshot, feasible)
+    if not st.ok:
+        raise SchedulingError(st)
+    best = np.flatnonzero(total == total.max())
+    pick = int(best[search.rng.randrange(len(best))]) if len(best) > 1 else int(best[0])
+    return ScheduleResult(snapshot.view(int(feasible[pick])).name, evaluated, len(feasible))
+
+
+class NodeDryRun:
+    """A copy of one node's state for "what if" questions (preemption):
+
+        run = NodeDryRun(framework, state, pod, snapshot.get("n1"), nominator)
+        for victim in lower_priority_pods:
+            run.remove_pod(victim)
+        if run.filter().ok: ...
+        run.add_pod(victim)   # reprieve
+
+    The cycle state and view are cloned; remove/add keep the PreFilter extensions
+    (inter-pod affinity, topology spread counts) in step; `filter()` applies the
+    nominated-pods rule. The caller must have run PreFilter on `state` already.
+    """
+
+    def __init__(
+        self,
+        framework: Framework,
+        state: CycleState,
+        pod: PodInfo,
+        view: NodeView,
+        nominator: Nominator | None = None,
+    ) -> None:
+        self.framework = framework
+        self.pod = pod
+        self.state = state.clone()
+        self.view = view.clone()
+        self.nominator = nominator
+
+    def remove_pod(self, victim: PodInfo) -> Status:
+        if not self.view.remove_pod(victim):
+            return Status.success()
+        return self.framework.run_remove_pod(self.state, self.pod, victim, self.view)
+
+    def add_pod(self, pod: PodInfo) -> Status:
+        self.view.add_pod(pod)
+        return self.framework.run_add_pod(self.state, self.pod, pod, self.view)
+
+    def filter(self) -> Status:
+        return self.framework.run_filter_with_nominated_pods(
+            self.state, self.pod, self.view, self.nominator
+        )
