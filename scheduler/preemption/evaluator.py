@@ -1,0 +1,429 @@
+"""The preemption evaluator: which node to free, and which pods to evict there.
+
+Pure and synchronous: no API calls, no awaiting, no mutation of what it is given. It runs
+in the scheduling cycle (PostFilter) on the cycle's snapshot, as upstream's
+framework/preemption Evaluator (KEP-4832 keeps this part in the cycle):
+
+1. eligibility: ``preemptionPolicy: Never`` never preempts; a pod nominated to a node
+   where a lower-priority pod is terminating *because of preemption* waits for that
+   space, unless the nominated node is now UnschedulableAndUnresolvable;
+2. candidate nodes: only those whose Filter status was UNSCHEDULABLE;
+3. sampling: from a random offset, in wrap-around order, until at least one candidate
+   violating no PDB exists and max(pct% of candidates, absolute) were found (capped);
+4. per node, a dry run (:func:`select_victims`): remove every lower-priority pod the
+   victim scope allows, check the preemptor fits, then reprieve greedily, PDB-violating
+   pods first, most important first;
+5. :func:`pick_one_node`: upstream's criteria, in upstream's order.
+
+The "does the pod fit on node N without these pods" question is a :class:`FitCheck`,
+so the algorithm is tested against an in-memory fit and runs in production on the
+framework's one-node Filter helper (which also applies the nominated-pods two-pass rule:
+pods nominated to N with priority >= the preemptor's are counted).
+
+Invariant: victims are always ordered most important first (higher priority, then
+earlier start), so the last victim is the least important; the executor deletes it last.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from scheduler.config.args import SCOPE_ALL, DefaultPreemptionArgs
+from scheduler.framework.status import Code, Status
+from scheduler.model.pdb import PDBInfo
+from scheduler.model.pod import PREEMPT_NEVER, PodInfo
+
+__all__ = [
+    "Candidate",
+    "Decision",
+    "Evaluation",
+    "Evaluator",
+    "FitCheck",
+    "NodeLike",
+    "NodeLookup",
+    "NominatedPods",
+    "calculate_num_candidates",
+    "eligible_to_preempt",
+    "importance_key",
+    "pick_one_node",
+    "select_victims",
+    "split_by_pdb",
+]
+
+log = logging.getLogger(__name__)
+
+MSG_NEVER = "not eligible due to preemptionPolicy=Never."
+MSG_TERMINATING = "not eligible due to a terminating pod on the nominated node."
+MSG_NO_VICTIMS = "No preemption victims found for incoming pod"
+MSG_NO_HELP = "preemption: 0/{n} nodes are available: preemption is not helpful for scheduling"
+MSG_NO_CANDIDATE = "preemption: no node found where preemption makes the pod fit"
+
+# upstream adds MaxInt32+1 to each priority before summing, so every term is >= 0 and a
+# node with more negative-priority victims is not preferred for its smaller sum.
+_PRIORITY_OFFSET = 2**31
+
+
+# ---------------------------------------------------------------- the inputs
+
+
+class NodeLike(Protocol):
+    """A node of the snapshot with the pods on it (the cache's NodeView is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def pods(self) -> Mapping[str, PodInfo]:
+        """uid -> pod, every pod counted on the node (assumed and terminating too)."""
+        ...
+
+
+class NodeLookup(Protocol):
+    """The cycle's snapshot (cache.Snapshot), or a dict of name -> node in tests."""
+
+    def get(self, node_name: str, /) -> NodeLike | None: ...
+
+
+class NominatedPods(Protocol):
+    """The nominator's read side (cache.Nominator)."""
+
+    def nominated_pods_for_node(self, node_name: str, /) -> Iterable[PodInfo]: ...
+
+
+class FitCheck(Protocol):
+    """Filter `pod` on `node` as it would be with `removed` taken off it.
+
+    Must count the pods nominated to the node with priority >= the pod's (not the pod
+    itself), and when it added any also pass without them (upstream's
+    RunFilterPluginsWithNominatedPods). Must not modify `node`. Returns the combined
+    Filter status; raising counts as an error for that node only.
+    """
+
+    def __call__(self, pod: PodInfo, node: NodeLike, removed: Sequence[PodInfo], /) -> Status: ...
+
+
+# ---------------------------------------------------------------- the outputs
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    node: str
+    victims: tuple[PodInfo, ...]  # most important first
+    num_pdb_violations: int
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What the cycle decided; the executor turns it into API calls."""
+
+    preemptor: PodInfo
+    node: str
+    victims: tuple[PodInfo, ...]  # most important first; the last is deleted last
+    num_pdb_violations: int
+    lower_priority_nominated: tuple[PodInfo, ...]
+    """Pods nominated to `node` with lower priority: their nominations are cleared."""
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """The evaluator's answer.
+
+    - ``decision`` set: preempt (status SUCCESS).
+    - ``decision`` None: ``status`` says why (UNSCHEDULABLE, or ERROR when a dry run
+      failed internally and nothing else was found). ``clear_nomination`` is True when
+      preemption was tried and no node can help: the preemptor's nomination must go
+      (upstream's PostFilterResult with an empty nominated node). When the pod was not
+      eligible it is False: the nomination is kept.
+    """
+
+    status: Status
+    decision: Decision | None = None
+    clear_nomination: bool = False
+    candidates: tuple[Candidate, ...] = ()
+    node_statuses: Mapping[str, Status] = field(default_factory=dict)
+    nodes_checked: int = 0
+
+
+# ---------------------------------------------------------------- the steps
+
+
+def importance_key(pod: PodInfo) -> tuple[int, float]:
+    """Sort key, most important first: higher priority, then earlier start time. A pod
+    without a start time counts as started now, i.e. last (upstream GetPodStartTime)."""
+    start = pod.start_time if pod.start_time is not None else math.inf
+    return (-pod.priority, start)
+
+
+def terminating_by_preemption(pod: PodInfo) -> bool:
+    return pod.is_terminating and pod.preempted_by_scheduler
+
+
+def eligible_to_preempt(
+    pod: PodInfo,
+    nominated_node: str,
+    nodes: NodeLookup,
+    diagnosis: Mapping[str, Status],
+    absent_code: Code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+) -> tuple[bool, str]:
+    """Upstream PodEligibleToPreemptOthers. `nominated_node` is the pod's current
+    nomination ("" for none); a node missing from `diagnosis` has `absent_code`."""
+    if pod.preemption_policy == PREEMPT_NEVER:
+        return False, MSG_NEVER
+    if not nominated_node:
+        return True, ""
+    status = diagnosis.get(nominated_node)
+    code = status.code if status is not None else absent_code
+    if code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+        return True, ""  # the space it waits for cannot help any more: preempt again
+    node = nodes.get(nominated_node)
+    if node is not None:
+        for other in node.pods.values():
+            if other.priority < pod.priority and terminating_by_preemption(other):
+                return False, MSG_TERMINATING
+    return True, ""
+
+
+def calculate_num_candidates(num_nodes: int, percentage: int, absolute: int) -> int:
+    """max(num_nodes * percentage / 100 (integer division), absolute), capped at num_nodes."""
+    n = num_nodes * percentage // 100
+    n = max(n, absolute)
+    return min(n, num_nodes)
+
+
+def split_by_pdb(
+    pods: Sequence[PodInfo], pdbs: Sequence[PDBInfo]
+) -> tuple[list[PodInfo], list[PodInfo]]:
+    """(violating, non_violating), each keeping the order of `pods`.
+
+    Walks `pods` in order spending each matching PDB's disruptionsAllowed; a pod whose
+    removal takes some budget below zero is violating. A pod already listed in a PDB's
+    disruptedPods was counted by the API server and spends nothing of that PDB.
+    """
+    allowed = [pdb.disruptions_allowed for pdb in pdbs]
+    violating: list[PodInfo] = []
+    non_violating: list[PodInfo] = []
+    for pod in pods:
+        violated = False
+        if pod.labels:
+            for i, pdb in enumerate(pdbs):
+                if not pdb.matches(pod) or pod.name in pdb.disrupted_pods:
+                    continue
+                allowed[i] -= 1
+                if allowed[i] < 0:
+                    violated = True
+        (violating if violated else non_violating).append(pod)
+    return violating, non_violating
+
+
+def select_victims(
+    preemptor: PodInfo,
+    node: NodeLike,
+    pdbs: Sequence[PDBInfo],
+    fit: FitCheck,
+    may_evict: Callable[[PodInfo], bool],
+) -> tuple[list[PodInfo], int, Status]:
+    """Upstream SelectVictimsOnNode: (victims most important first, PDB violations,
+    status). The node is a candidate only when the status is SUCCESS and victims exist.
+    """
+    potential = [p for p in node.pods.values() if p.priority < preemptor.priority and may_evict(p)]
+    if not potential:
+        return [], 0, Status.unresolvable(MSG_NO_VICTIMS)
+    status = fit(preemptor, node, potential)
+    if not status.ok:
+        # Not even removing every lower-priority pod helps. (Pod affinity to one of the
+        # victims is not considered, as upstream, for cost.)
+        return [], 0, status
+    potential.sort(key=importance_key)
+    violating, non_violating = split_by_pdb(potential, pdbs)
+    removed: dict[str, PodInfo] = {p.uid: p for p in potential}
+    victims: list[PodInfo] = []
+
+    def reprieve(pod: PodInfo) -> bool:
+        del removed[pod.uid]
+        if fit(preemptor, node, list(removed.values())).ok:
+            return True
+        removed[pod.uid] = pod
+        victims.append(pod)
+        return False
+
+    num_violations = 0
+    for pod in violating:
+        if not reprieve(pod):
+            num_violations += 1
+    for pod in non_violating:
+        reprieve(pod)
+    if violating and non_violating:
+        victims.sort(key=importance_key)
+    return victims, num_violations, Status.success()
+
+
+def _earliest_start_of_most_important(victims: Sequence[PodInfo]) -> float:
+    """Upstream GetEarliestPodStartTime: the earliest start among the victims of the
+    highest priority (a missing start time counts as now)."""
+    top = max(v.priority for v in victims)
+    return min(
+        v.start_time if v.start_time is not None else math.inf for v in victims if v.priority == top
+    )
+
+
+def _score_functions() -> tuple[Callable[[Candidate], float], ...]:
+    # each: higher is better; ties go to the next function (upstream's order)
+    return (
+        lambda c: -c.num_pdb_violations,
+        lambda c: -max(v.priority for v in c.victims),
+        lambda c: -sum(v.priority + _PRIORITY_OFFSET for v in c.victims),
+        lambda c: -len(c.victims),
+        lambda c: _earliest_start_of_most_important(c.victims),
+    )
+
+
+def pick_one_node(candidates: Sequence[Candidate]) -> Candidate | None:
+    """Upstream pickOneNodeForPreemption: fewest PDB violations; lowest highest-victim
+    priority; smallest sum of priorities; fewest victims; latest start time among the
+    highest-priority victims; then the first in `candidates` order."""
+    if not candidates:
+        return None
+    remaining = list(candidates)
+    for score in _score_functions():
+        if len(remaining) == 1:
+            break
+        scores = [score(c) for c in remaining]
+        best = max(scores)
+        remaining = [c for c, s in zip(remaining, scores, strict=True) if s == best]
+    return remaining[0]
+
+
+# ---------------------------------------------------------------- the evaluator
+
+
+class Evaluator:
+    """One per DefaultPreemption plugin (per profile). `own_schedulers` are the
+    schedulerNames of this process's profiles: with victimScope OwnProfiles (the
+    default) only their pods may be evicted (k/k #130429). `rand(n)` gives the sampling
+    offset in [0, n)."""
+
+    def __init__(
+        self,
+        args: DefaultPreemptionArgs,
+        own_schedulers: Collection[str],
+        *,
+        rand: Callable[[int], int] = random.randrange,
+    ) -> None:
+        self.args = args
+        self.own_schedulers = frozenset(own_schedulers)
+        self._all_victims = args.victim_scope == SCOPE_ALL
+        self._rand = rand
+
+    def may_evict(self, pod: PodInfo) -> bool:
+        """The victim scope; priority is checked separately."""
+        return self._all_victims or pod.scheduler_name in self.own_schedulers
+
+    def evaluate(
+        self,
+        preemptor: PodInfo,
+        diagnosis: Mapping[str, Status],
+        nodes: NodeLookup,
+        nominator: NominatedPods,
+        pdbs: Sequence[PDBInfo],
+        fit: FitCheck,
+        *,
+        nominated_node: str = "",
+    ) -> Evaluation:
+        """Decide a preemption for `preemptor`, which failed Filter with `diagnosis`
+        (node name -> status, in Filter order) on the snapshot `nodes`."""
+        ok, why = eligible_to_preempt(preemptor, nominated_node, nodes, diagnosis)
+        if not ok:
+            log.debug("preemption not eligible pod=%s reason=%s", preemptor.key, why)
+            return Evaluation(Status.unschedulable(why))
+
+        potential: list[NodeLike] = []
+        for name, status in diagnosis.items():
+            if status.code != Code.UNSCHEDULABLE:
+                continue
+            node = nodes.get(name)
+            if node is not None:
+                potential.append(node)
+        if not potential:
+            log.debug("preemption will not help on any node pod=%s", preemptor.key)
+            return Evaluation(
+                Status.unschedulable(MSG_NO_HELP.format(n=len(diagnosis))), clear_nomination=True
+            )
+
+        n = len(potential)
+        offset = self._rand(n)
+        wanted = calculate_num_candidates(
+            n, self.args.min_candidate_nodes_percentage, self.args.min_candidate_nodes_absolute
+        )
+        non_violating: list[Candidate] = []
+        violating: list[Candidate] = []
+        statuses: dict[str, Status] = {}
+        errors: list[Status] = []
+        checked = 0
+        for i in range(n):
+            node = potential[(offset + i) % n]
+            checked += 1
+            try:
+                victims, violations, status = select_victims(
+                    preemptor, node, pdbs, fit, self.may_evict
+                )
+            except Exception as exc:  # a broken fit on one node must not end the search
+                log.exception("preemption dry run failed pod=%s node=%s", preemptor.key, node.name)
+                status = Status.from_error(exc)
+                victims, violations = [], 0
+            if status.ok and not victims:
+                status = Status.from_error(
+                    RuntimeError(f"expected at least one victim pod on node {node.name!r}")
+                )
+            if not status.ok:
+                statuses[node.name] = status
+                if status.code == Code.ERROR:
+                    errors.append(status)
+                log.debug(
+                    "node is no preemption candidate pod=%s node=%s reason=%s",
+                    preemptor.key,
+                    node.name,
+                    status.message(),
+                )
+                continue
+            cand = Candidate(node.name, tuple(victims), violations)
+            statuses[node.name] = Status.success()
+            (violating if violations else non_violating).append(cand)
+            if non_violating and len(non_violating) + len(violating) >= wanted:
+                break
+
+        candidates = tuple(non_violating + violating)
+        if not candidates:
+            if errors:
+                return Evaluation(errors[0], node_statuses=statuses, nodes_checked=checked)
+            return Evaluation(
+                Status.unschedulable(MSG_NO_CANDIDATE),
+                clear_nomination=True,
+                node_statuses=statuses,
+                nodes_checked=checked,
+            )
+        best = pick_one_node(candidates)
+        assert best is not None
+        lower = tuple(
+            p
+            for p in nominator.nominated_pods_for_node(best.node)
+            if p.priority < preemptor.priority and p.uid != preemptor.uid
+        )
+        decision = Decision(
+            preemptor=preemptor,
+            node=best.node,
+            victims=best.victims,
+            num_pdb_violations=best.num_pdb_violations,
+            lower_priority_nominated=lower,
+        )
+        return Evaluation(
+            Status.success(),
+            decision=decision,
+            candidates=candidates,
+            node_statuses=statuses,
+            nodes_checked=checked,
+        )
