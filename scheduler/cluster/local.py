@@ -322,12 +322,15 @@ class LocalCluster:
             except ClusterError as exc:
                 # free_port() closes the socket before the component binds it, so another
                 # cluster starting at the same moment can take it: pick new ports, retry
+                # (etcd at --log-level=warn may die of it without a word, so any early
+                # exit on a port we chose counts; a fixed port is the user's to fix)
                 fixed = name == "kube-apiserver" and self._fixed_apiserver_port
-                if "address already in use" not in str(exc) or fixed or attempt == 3:
+                early_exit = "exited during start" in str(exc)
+                if not early_exit or fixed or attempt == 3:
                     raise
                 for port_name in self._ports_of(name):
                     self.state.ports[port_name] = free_port()
-                log.info("%s: port taken by someone else, retrying on new ports", name)
+                log.info("%s exited during start (%s); retrying on new ports", name, exc)
         if name == "kube-apiserver":
             self._write_kubeconfig()
 
