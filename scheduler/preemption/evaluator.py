@@ -15,10 +15,12 @@ framework/preemption Evaluator (KEP-4832 keeps this part in the cycle):
    pods first, most important first;
 5. :func:`pick_one_node`: upstream's criteria, in upstream's order.
 
-The "does the pod fit on node N without these pods" question is a :class:`FitCheck`,
-so the algorithm is tested against an in-memory fit and runs in production on the
-framework's one-node Filter helper (which also applies the nominated-pods two-pass rule:
-pods nominated to N with priority >= the preemptor's are counted).
+The "does the pod fit on node N without these pods" question goes through a
+:class:`FitCheck`, which opens a :class:`DryRun` (a private copy of the node: remove_pod,
+add_pod, filter). The algorithm is tested against an in-memory resource fit
+(preemption.testing) and runs in production on the framework's NodeDryRun, which also
+applies the nominated-pods two-pass rule (pods nominated to N with priority >= the
+preemptor's are counted).
 
 Invariant: victims are always ordered most important first (higher priority, then
 earlier start), so the last victim is the least important; the executor deletes it last.
@@ -41,6 +43,8 @@ from scheduler.model.pod import PREEMPT_NEVER, PodInfo
 __all__ = [
     "Candidate",
     "Decision",
+    "DryRun",
+    "DryRunError",
     "Evaluation",
     "Evaluator",
     "FitCheck",
@@ -95,16 +99,24 @@ class NominatedPods(Protocol):
     def nominated_pods_for_node(self, node_name: str, /) -> Iterable[PodInfo]: ...
 
 
+class DryRun(Protocol):
+    """A private copy of one node's state for "what if" questions (the framework's
+    NodeDryRun is one). remove_pod/add_pod change the copy (and keep PreFilter state in
+    step); filter() runs Filter for the preemptor on it, counting pods nominated to the
+    node with priority >= the preemptor's (and, when it added any, also passing without
+    them: upstream RunFilterPluginsWithNominatedPods)."""
+
+    def remove_pod(self, pod: PodInfo, /) -> Status: ...
+
+    def add_pod(self, pod: PodInfo, /) -> Status: ...
+
+    def filter(self) -> Status: ...
+
+
 class FitCheck(Protocol):
-    """Filter `pod` on `node` as it would be with `removed` taken off it.
+    """Opens a DryRun of `node` for `pod`. Must not modify `node` itself."""
 
-    Must count the pods nominated to the node with priority >= the pod's (not the pod
-    itself), and when it added any also pass without them (upstream's
-    RunFilterPluginsWithNominatedPods). Must not modify `node`. Returns the combined
-    Filter status; raising counts as an error for that node only.
-    """
-
-    def __call__(self, pod: PodInfo, node: NodeLike, removed: Sequence[PodInfo], /) -> Status: ...
+    def __call__(self, pod: PodInfo, node: NodeLike, /) -> DryRun: ...
 
 
 # ---------------------------------------------------------------- the outputs
@@ -233,21 +245,23 @@ def select_victims(
     potential = [p for p in node.pods.values() if p.priority < preemptor.priority and may_evict(p)]
     if not potential:
         return [], 0, Status.unresolvable(MSG_NO_VICTIMS)
-    status = fit(preemptor, node, potential)
+    run = fit(preemptor, node)
+    for pod in potential:
+        _checked(run.remove_pod(pod))
+    status = run.filter()
     if not status.ok:
         # Not even removing every lower-priority pod helps. (Pod affinity to one of the
         # victims is not considered, as upstream, for cost.)
         return [], 0, status
     potential.sort(key=importance_key)
     violating, non_violating = split_by_pdb(potential, pdbs)
-    removed: dict[str, PodInfo] = {p.uid: p for p in potential}
     victims: list[PodInfo] = []
 
     def reprieve(pod: PodInfo) -> bool:
-        del removed[pod.uid]
-        if fit(preemptor, node, list(removed.values())).ok:
+        _checked(run.add_pod(pod))
+        if run.filter().ok:
             return True
-        removed[pod.uid] = pod
+        _checked(run.remove_pod(pod))
         victims.append(pod)
         return False
 
@@ -260,6 +274,19 @@ def select_victims(
     if violating and non_violating:
         victims.sort(key=importance_key)
     return victims, num_violations, Status.success()
+
+
+class DryRunError(RuntimeError):
+    """A PreFilter extension failed while the dry run added or removed a pod."""
+
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message() or "dry run failed")
+        self.status = status
+
+
+def _checked(status: Status) -> None:
+    if not status.ok:
+        raise DryRunError(status)
 
 
 def _earliest_start_of_most_important(victims: Sequence[PodInfo]) -> float:
@@ -371,7 +398,9 @@ class Evaluator:
                 victims, violations, status = select_victims(
                     preemptor, node, pdbs, fit, self.may_evict
                 )
-            except Exception as exc:  # a broken fit on one node must not end the search
+            except DryRunError as exc:
+                victims, violations, status = [], 0, Status(Code.ERROR, (str(exc),))
+            except Exception as exc:  # a broken plugin on one node must not end the search
                 log.exception("preemption dry run failed pod=%s node=%s", preemptor.key, node.name)
                 status = Status.from_error(exc)
                 victims, violations = [], 0

@@ -10,14 +10,14 @@ were added, the pod must also fit without them. It never modifies the node.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
 from scheduler.framework.status import Status
 from scheduler.model.pod import PodInfo
 from scheduler.model.quantity import PODS
 from scheduler.preemption.evaluator import NodeLike, NominatedPods
 
-__all__ = ["MemoryNominator", "ResourceFit"]
+__all__ = ["MemoryNominator", "ResourceDryRun", "ResourceFit"]
 
 
 def _fits(pod: PodInfo, allocatable: Mapping[str, int], on_node: Iterable[PodInfo]) -> Status:
@@ -39,7 +39,8 @@ def _fits(pod: PodInfo, allocatable: Mapping[str, int], on_node: Iterable[PodInf
 
 class ResourceFit:
     """FitCheck on requests vs allocatable. `allocatable` is read from the node
-    (`node.allocatable`, as NodeView has) unless given per node name."""
+    (`node.allocatable`, as NodeView has) unless given per node name. Counts the dry
+    runs opened and the filter calls made, for tests."""
 
     def __init__(
         self,
@@ -48,27 +49,52 @@ class ResourceFit:
     ) -> None:
         self.nominator = nominator
         self._allocatable = allocatable or {}
-        self.calls = 0
+        self.runs = 0
+        self.filters = 0
 
-    def __call__(self, pod: PodInfo, node: NodeLike, removed: Sequence[PodInfo], /) -> Status:
-        self.calls += 1
+    def __call__(self, pod: PodInfo, node: NodeLike, /) -> ResourceDryRun:
+        self.runs += 1
         alloc = self._allocatable.get(node.name)
         if alloc is None:
             alloc = getattr(node, "allocatable", {})
-        gone = {p.uid for p in removed}
-        remaining = [p for uid, p in node.pods.items() if uid not in gone and uid != pod.uid]
+        return ResourceDryRun(self, pod, node, alloc)
+
+
+class ResourceDryRun:
+    def __init__(
+        self, owner: ResourceFit, pod: PodInfo, node: NodeLike, alloc: Mapping[str, int]
+    ) -> None:
+        self._owner = owner
+        self.pod = pod
+        self.node = node
+        self._alloc = alloc
+        self.pods: dict[str, PodInfo] = dict(node.pods)  # the copy; node is never touched
+
+    def remove_pod(self, pod: PodInfo, /) -> Status:
+        self.pods.pop(pod.uid, None)
+        return Status.success()
+
+    def add_pod(self, pod: PodInfo, /) -> Status:
+        self.pods[pod.uid] = pod
+        return Status.success()
+
+    def filter(self) -> Status:
+        self._owner.filters += 1
+        pod = self.pod
+        remaining = [p for uid, p in self.pods.items() if uid != pod.uid]
+        nominator = self._owner.nominator
         nominated: list[PodInfo] = []
-        if self.nominator is not None:
+        if nominator is not None:
             nominated = [
                 p
-                for p in self.nominator.nominated_pods_for_node(node.name)
-                if p.priority >= pod.priority and p.uid != pod.uid and p.uid not in node.pods
+                for p in nominator.nominated_pods_for_node(self.node.name)
+                if p.priority >= pod.priority and p.uid != pod.uid and p.uid not in self.pods
             ]
         if nominated:
-            status = _fits(pod, alloc, [*remaining, *nominated])
+            status = _fits(pod, self._alloc, [*remaining, *nominated])
             if not status.ok:
                 return status
-        return _fits(pod, alloc, remaining)
+        return _fits(pod, self._alloc, remaining)
 
 
 class MemoryNominator:

@@ -26,7 +26,7 @@ from scheduler.preemption.evaluator import (
     select_victims,
     split_by_pdb,
 )
-from scheduler.preemption.testing import MemoryNominator, ResourceFit
+from scheduler.preemption.testing import MemoryNominator, ResourceDryRun, ResourceFit
 
 T0 = "2024-01-01T00:00:%02dZ"
 
@@ -243,10 +243,10 @@ def test_a_fit_that_raises_is_an_error_for_that_node_only() -> None:
     nodes, _ = _cluster(2)
     ok = ResourceFit()
 
-    def flaky(pod: PodInfo, n: NodeLike, removed: Sequence[PodInfo]) -> Status:
+    def flaky(pod: PodInfo, n: NodeLike) -> ResourceDryRun:
         if n.name == "n0":
             raise RuntimeError("plugin crashed")
-        return ok(pod, n, removed)
+        return ok(pod, n)
 
     ev = Evaluator(DefaultPreemptionArgs(), {"default-scheduler"}, rand=lambda n: 0)
     diagnosis = {name: Status.unschedulable() for name in nodes}
@@ -477,3 +477,31 @@ def test_evaluate_returns_the_best_node_with_its_victims() -> None:
     assert result.decision.node == "n1"
     assert _names(result.decision.victims) == ["b"]
     assert result.decision.num_pdb_violations == 0
+
+
+def test_a_failing_prefilter_extension_is_an_error_for_that_node() -> None:
+    class Broken(ResourceDryRun):
+        def remove_pod(self, pod: PodInfo, /) -> Status:
+            return Status(Code.ERROR, ("remove_pod failed",))
+
+    base = ResourceFit()
+
+    def fit(pod: PodInfo, n: NodeLike) -> ResourceDryRun:
+        run = base(pod, n)
+        if n.name == "n0":
+            run.__class__ = Broken
+        return run
+
+    nodes, _ = _cluster(2)
+    ev = Evaluator(DefaultPreemptionArgs(), {"default-scheduler"}, rand=lambda n: 0)
+    diagnosis = {name: Status.unschedulable() for name in nodes}
+    result = ev.evaluate(preemptor(), diagnosis, nodes, MemoryNominator(), [], fit)
+    assert result.node_statuses["n0"].code == Code.ERROR
+    assert result.decision is not None and result.decision.node == "n1"
+
+
+def test_the_dry_run_filters_once_plus_once_per_potential_victim() -> None:
+    fit = ResourceFit()
+    n = node("n1", "4", victim("a", 1, "1"), victim("b", 2, "1"), victim("c", 3, "2"))
+    select_victims(preemptor(cpu="2"), n, [], fit, everyone)
+    assert (fit.runs, fit.filters) == (1, 4)
