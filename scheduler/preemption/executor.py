@@ -1,0 +1,513 @@
+"""The preemption executor: turns a Decision into API calls, off the scheduling loop.
+
+One task per preemption (KEP-4832's "goroutine"), steps in the contract's order:
+
+1. clear nominatedNodeName of the lower-priority pods nominated to the node (status
+   patch to null); a failure is noted and the task goes on;
+2. patch the preemptor's status: PodScheduled=False (Unschedulable) and
+   nominatedNodeName=<node> (upstream does this in the loop unless its async-API-calls
+   gate is on; here always in the task);
+3. preempt every victim but the last in parallel, at most `max_parallel_victims` at once:
+   a victim waiting at Permit is rejected in memory; any other gets the DisruptionTarget
+   condition (only if not present) and a DELETE (uid precondition, default grace).
+   NotFound counts as success. Each preempted victim gets a Preempted event;
+4. if any of those failed, the last victim is left alone; otherwise it is recorded as
+   this preemptor's last victim (the PreEnqueue gate watches it) and preempted;
+5. finish: the preemptor leaves "preempting", metrics get the real result and the real
+   duration (upstream records 'success' and ~0 s because its deferred calls capture the
+   values too early);
+6. on error the preemptor is requeued at once, its nomination kept;
+7. the preemptor is always re-activated when the task ends (k/k #141694: upstream waits
+   for victim delete events, which may never come when the last victim was already gone).
+
+Victims already terminating get no call. A victim whose DELETE another preemptor has in
+flight is not deleted again: the second task waits for the first call's outcome; one
+whose DELETE already succeeded is skipped (tracked by uid for `issued_delete_ttl`, until
+the informer shows the deletionTimestamp). If no victim needs a call, the preemptor is
+not gated at all (steps 1-2 still run).
+
+Sync mode (`run_inline`) awaits the same steps inside the cycle, without the gate.
+
+All bookkeeping is touched only from the event loop thread; nothing here blocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from scheduler.client.errors import ApiError, Conflict, NotFound
+from scheduler.client.events import NORMAL, ObjectRef, pod_ref
+from scheduler.clock import SYSTEM_CLOCK, Clock
+from scheduler.metrics import SchedulerMetrics
+from scheduler.model.pod import (
+    CONDITION_DISRUPTION_TARGET,
+    REASON_PREEMPTION_BY_SCHEDULER,
+    PodInfo,
+)
+from scheduler.preemption.evaluator import Decision
+
+__all__ = [
+    "RESULT_ERROR",
+    "RESULT_SUCCESS",
+    "EventSink",
+    "ExecutorSettings",
+    "ExecutorStatistics",
+    "PodWriter",
+    "PreemptionExecutor",
+]
+
+log = logging.getLogger(__name__)
+
+RESULT_SUCCESS = "success"
+RESULT_ERROR = "error"
+OPERATION = "preemption"
+PLUGIN = "DefaultPreemption"
+REJECTED_AT_PERMIT = "preempted"
+
+
+class PodWriter(Protocol):
+    """The API calls the executor makes (client.dispatcher.Dispatcher is one)."""
+
+    async def patch_pod_status(
+        self, namespace: str, name: str, patch: dict[str, Any]
+    ) -> dict[str, Any]: ...
+
+    async def delete_pod(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        uid: str | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> dict[str, Any]: ...
+
+
+class EventSink(Protocol):
+    """client.events.EventRecorder's caller side."""
+
+    def event(
+        self, regarding: ObjectRef, type: str, reason: str, action: str, note: str
+    ) -> None: ...
+
+
+# activate(pods): move these pods to activeQ now (SchedulingQueue.activate)
+Activate = Callable[[Sequence[PodInfo]], None]
+# reject_waiting(victim, message) -> True when the victim was waiting at Permit and is
+# now rejected in memory (no API call needed)
+RejectWaiting = Callable[[PodInfo, str], bool]
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def _rfc3339(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorSettings:
+    max_parallel_victims: int = 16
+    """victims preempted at once by one task (upstream: the parallelism, 16)."""
+    issued_delete_ttl: float = 120.0
+    """seconds a successful DELETE is remembered by uid, so a concurrent preemptor does
+    not delete the same victim again before the informer shows its deletionTimestamp."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorStatistics:
+    running: int
+    gated: int
+    deletes_in_flight: int
+    deletes_remembered: int
+
+
+@dataclass(slots=True, eq=False)
+class _Preemption:
+    decision: Decision
+    message: str
+    gated: bool
+    last_victim: PodInfo | None = None
+    task: asyncio.Task[bool] | None = None
+    errors: list[str] = field(default_factory=list)
+
+
+class PreemptionExecutor:
+    """Shared by every profile of the process, so victim bookkeeping spans all
+    preemptors. `activate` is required (step 7); `reject_waiting` may be None when no
+    Permit plugin can make pods wait."""
+
+    def __init__(
+        self,
+        writer: PodWriter,
+        events: EventSink,
+        *,
+        activate: Activate,
+        reject_waiting: RejectWaiting | None = None,
+        metrics: SchedulerMetrics | None = None,
+        settings: ExecutorSettings | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        wall: Callable[[], dt.datetime] = _utcnow,
+    ) -> None:
+        self._writer = writer
+        self._events = events
+        self._activate = activate
+        self._reject_waiting = reject_waiting
+        self._metrics = metrics
+        self.settings = settings or ExecutorSettings()
+        if self.settings.max_parallel_victims < 1:
+            raise ValueError("max_parallel_victims must be >= 1")
+        self._clock = clock
+        self._wall = wall
+        self._running: dict[str, _Preemption] = {}  # preemptor uid -> its preemption
+        self._tasks: set[asyncio.Task[bool]] = set()
+        self._deleting: dict[str, asyncio.Future[bool]] = {}  # victim uid -> in-flight call
+        self._deleted: dict[str, float] = {}  # victim uid -> when its DELETE succeeded
+        self._closed = False
+
+    # ------------------------------------------------------------------ reads
+
+    def is_running(self, uid: str) -> bool:
+        """A preemption task for this preemptor has not finished (it writes the
+        preemptor's status, so the loop must not)."""
+        return uid in self._running
+
+    def is_gated(self, uid: str) -> bool:
+        """The preemptor's task runs and has victims to preempt: it must not be retried
+        yet (before the last victim is recorded, or while that victim is still there)."""
+        p = self._running.get(uid)
+        return p is not None and p.gated
+
+    def last_victim(self, uid: str) -> PodInfo | None:
+        """The victim recorded in step 4, once the others were preempted."""
+        p = self._running.get(uid)
+        return p.last_victim if p is not None else None
+
+    def delete_issued(self, uid: str) -> bool:
+        """A DELETE for this victim is in flight or succeeded recently."""
+        self._prune_deleted()
+        return uid in self._deleting or uid in self._deleted
+
+    def needs_call(self, victim: PodInfo) -> bool:
+        """Whether preempting this victim takes an API call (or waiting on one): not when
+        it is terminating already, or its DELETE already succeeded."""
+        if victim.is_terminating:
+            return False
+        self._prune_deleted()
+        return victim.uid not in self._deleted
+
+    def statistics(self) -> ExecutorStatistics:
+        self._prune_deleted()
+        return ExecutorStatistics(
+            running=len(self._running),
+            gated=sum(1 for p in self._running.values() if p.gated),
+            deletes_in_flight=len(self._deleting),
+            deletes_remembered=len(self._deleted),
+        )
+
+    # ------------------------------------------------------------------ async mode
+
+    def start(self, decision: Decision, message: str = "") -> asyncio.Task[bool]:
+        """Start the background task for `decision` (needs a running event loop).
+        `message` goes into the preemptor's PodScheduled condition. The task's result is
+        True on success; it never raises (but is cancelled by shutdown)."""
+        if self._closed:
+            raise RuntimeError("PreemptionExecutor is shut down")
+        uid = decision.preemptor.uid
+        if uid in self._running:
+            raise RuntimeError(f"a preemption for {decision.preemptor.key} is already running")
+        gated = any(self.needs_call(v) for v in decision.victims)
+        p = _Preemption(decision, message, gated)
+        self._running[uid] = p
+        task = asyncio.create_task(self._background(p), name=f"preempt-{decision.preemptor.key}")
+        p.task = task
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        self._set_goroutines()
+        return task
+
+    async def _background(self, p: _Preemption) -> bool:
+        start = self._clock.now()
+        result = RESULT_ERROR
+        try:
+            ok = await self._steps(p)
+            result = RESULT_SUCCESS if ok else RESULT_ERROR
+            return ok
+        except asyncio.CancelledError:
+            log.info("preemption cancelled preemptor=%s", p.decision.preemptor.key)
+            raise
+        except Exception:  # a bug must not strand the preemptor: fall through to finish
+            log.exception("preemption task crashed preemptor=%s", p.decision.preemptor.key)
+            return False
+        finally:
+            self._finish(p, result, self._clock.now() - start)
+
+    def _finish(self, p: _Preemption, result: str, elapsed: float) -> None:
+        decision = p.decision
+        preemptor = decision.preemptor
+        if self._running.get(preemptor.uid) is p:
+            del self._running[preemptor.uid]
+        self._set_goroutines()
+        if self._metrics is not None:
+            self._metrics.preemption_goroutines_execution.labels(result=result).inc()
+            self._metrics.preemption_goroutines_duration.labels(result=result).observe(elapsed)
+        if result == RESULT_ERROR:
+            log.warning(
+                "preemption failed, requeueing preemptor=%s node=%s errors=%s",
+                preemptor.key,
+                decision.node,
+                "; ".join(p.errors) or "cancelled",
+            )
+        else:
+            log.info(
+                "preemption finished preemptor=%s node=%s victims=%d seconds=%.3f",
+                preemptor.key,
+                decision.node,
+                len(decision.victims),
+                elapsed,
+            )
+        # steps 6 and 7: requeue at once on error, re-activate always (the nomination
+        # stays in the nominator either way)
+        try:
+            self._activate([preemptor])
+        except Exception:
+            log.exception("activating the preemptor failed preemptor=%s", preemptor.key)
+
+    def _set_goroutines(self) -> None:
+        if self._metrics is not None:
+            self._metrics.goroutines.labels(operation=OPERATION).set(len(self._running))
+
+    # ------------------------------------------------------------------ sync mode
+
+    async def run_inline(self, decision: Decision, message: str = "") -> bool:
+        """Sync mode: the same steps, awaited by the caller (the scheduling cycle). No
+        gate (the loop waits anyway); metrics and the final activation as in async mode."""
+        p = _Preemption(decision, message, gated=False)
+        start = self._clock.now()
+        result = RESULT_ERROR
+        try:
+            ok = await self._steps(p)
+            result = RESULT_SUCCESS if ok else RESULT_ERROR
+            return ok
+        finally:
+            elapsed = self._clock.now() - start
+            if self._metrics is not None:
+                self._metrics.preemption_goroutines_execution.labels(result=result).inc()
+                self._metrics.preemption_goroutines_duration.labels(result=result).observe(elapsed)
+            with contextlib.suppress(Exception):
+                self._activate([decision.preemptor])
+
+    # ------------------------------------------------------------------ the steps
+
+    async def _steps(self, p: _Preemption) -> bool:
+        d = p.decision
+        preemptor = d.preemptor
+        log.info(
+            "preempting preemptor=%s node=%s victims=%d",
+            preemptor.key,
+            d.node,
+            len(d.victims),
+        )
+        ok = True
+        # 1. lower-priority nominations on the node no longer hold
+        cleared: list[PodInfo] = []
+        for pod in d.lower_priority_nominated:
+            try:
+                await self._writer.patch_pod_status(
+                    pod.namespace, pod.name, {"status": {"nominatedNodeName": None}}
+                )
+                cleared.append(pod)
+            except NotFound:
+                pass
+            except ApiError as exc:
+                ok = False
+                p.errors.append(f"clear nomination of {pod.key}: {exc}")
+                log.warning(
+                    "clearing nomination failed pod=%s node=%s err=%s", pod.key, d.node, exc
+                )
+        if cleared:
+            # our queue ignores status-only updates: let them look for another node now
+            with contextlib.suppress(Exception):
+                self._activate(cleared)
+
+        # 2. the preemptor's status, with its nomination
+        try:
+            await self._writer.patch_pod_status(
+                preemptor.namespace, preemptor.name, self._preemptor_patch(p)
+            )
+        except NotFound:
+            p.errors.append(f"preemptor {preemptor.key} is gone")
+            log.info("preemptor gone, not preempting preemptor=%s", preemptor.key)
+            return False
+        except ApiError as exc:
+            ok = False
+            p.errors.append(f"preemptor status: {exc}")
+            log.warning("preemptor status patch failed preemptor=%s err=%s", preemptor.key, exc)
+
+        if not d.victims:
+            return ok
+
+        # 3. all victims but the last, in parallel (bounded)
+        *first, last = d.victims
+        slots = asyncio.Semaphore(self.settings.max_parallel_victims)
+        failed = False
+
+        async def one(victim: PodInfo) -> bool:
+            nonlocal failed
+            async with slots:
+                if failed:  # as upstream's cancelled context: do not start more calls
+                    return False
+                good = await self._preempt_victim(p, victim)
+                if not good:
+                    failed = True
+                return good
+
+        results = await asyncio.gather(*(one(v) for v in first))
+        if not all(results):
+            # 4. leave the last victim alone
+            return False
+
+        # 4. record, then preempt, the last victim
+        p.last_victim = last
+        return await self._preempt_victim(p, last) and ok
+
+    def _preemptor_patch(self, p: _Preemption) -> dict[str, Any]:
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "lastTransitionTime": _rfc3339(self._wall()),
+        }
+        if p.message:
+            condition["message"] = p.message
+        return {"status": {"conditions": [condition], "nominatedNodeName": p.decision.node}}
+
+    async def _preempt_victim(self, p: _Preemption, victim: PodInfo) -> bool:
+        """One victim, by the rules above. True when it is (being) gone."""
+        d = p.decision
+        if victim.is_terminating:
+            log.debug(
+                "victim already terminating, no call victim=%s preemptor=%s",
+                victim.key,
+                d.preemptor.key,
+            )
+            return True
+        if self._reject_waiting is not None and self._reject_waiting(victim, REJECTED_AT_PERMIT):
+            log.info(
+                "rejected waiting pod preemptor=%s victim=%s node=%s",
+                d.preemptor.key,
+                victim.key,
+                d.node,
+            )
+            self._preempted_event(d, victim)
+            return True
+        self._prune_deleted()
+        if victim.uid in self._deleted:
+            return True
+        in_flight = self._deleting.get(victim.uid)
+        if in_flight is not None:
+            # another preemptor is deleting it right now: share that call's outcome
+            return await asyncio.shield(in_flight)
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._deleting[victim.uid] = future
+        good = False
+        try:
+            good = await self._evict(p, victim)
+        finally:
+            del self._deleting[victim.uid]
+            if good:
+                self._deleted[victim.uid] = self._clock.now()
+            future.set_result(good)
+        if good:
+            self._preempted_event(d, victim)
+        return good
+
+    async def _evict(self, p: _Preemption, victim: PodInfo) -> bool:
+        d = p.decision
+        if not victim.preempted_by_scheduler:
+            condition = {
+                "type": CONDITION_DISRUPTION_TARGET,
+                "status": "True",
+                "reason": REASON_PREEMPTION_BY_SCHEDULER,
+                "message": (
+                    f"{d.preemptor.scheduler_name}: preempting to accommodate a higher priority pod"
+                ),
+                "lastTransitionTime": _rfc3339(self._wall()),
+            }
+            try:
+                await self._writer.patch_pod_status(
+                    victim.namespace, victim.name, {"status": {"conditions": [condition]}}
+                )
+            except NotFound:
+                log.debug("victim already gone victim=%s", victim.key)
+                return True
+            except ApiError as exc:
+                p.errors.append(f"condition on {victim.key}: {exc}")
+                log.warning(
+                    "victim condition patch failed victim=%s preemptor=%s err=%s",
+                    victim.key,
+                    d.preemptor.key,
+                    exc,
+                )
+                return False
+        try:
+            await self._writer.delete_pod(victim.namespace, victim.name, uid=victim.uid)
+        except NotFound:
+            log.debug("victim already gone victim=%s", victim.key)
+            return True
+        except Conflict as exc:
+            # the uid precondition failed: the pod of that uid is gone and a namesake
+            # (a StatefulSet's successor) stands in its place, which we must not delete
+            log.info("victim replaced by a namesake victim=%s err=%s", victim.key, exc)
+            return True
+        except ApiError as exc:
+            p.errors.append(f"delete {victim.key}: {exc}")
+            log.warning(
+                "victim delete failed victim=%s preemptor=%s err=%s",
+                victim.key,
+                d.preemptor.key,
+                exc,
+            )
+            return False
+        log.info("preempted victim=%s preemptor=%s node=%s", victim.key, d.preemptor.key, d.node)
+        return True
+
+    def _preempted_event(self, d: Decision, victim: PodInfo) -> None:
+        pre = d.preemptor
+        self._events.event(
+            pod_ref(victim.namespace, victim.name, victim.uid),
+            NORMAL,
+            "Preempted",
+            "Preempting",
+            f"Preempted by pod {pre.key} (uid {pre.uid}) on node {d.node}",
+        )
+
+    def _prune_deleted(self) -> None:
+        if not self._deleted:
+            return
+        horizon = self._clock.now() - self.settings.issued_delete_ttl
+        for uid in [u for u, t in self._deleted.items() if t < horizon]:
+            del self._deleted[uid]
+
+    # ------------------------------------------------------------------ shutdown
+
+    async def shutdown(self, grace: float) -> int:
+        """Take no new preemptions; let running tasks finish for `grace` seconds, then
+        cancel the rest (each still finishes: leaves "preempting", records metrics,
+        re-activates its preemptor). Returns how many were cancelled."""
+        self._closed = True
+        pending = set(self._tasks)
+        if not pending:
+            return 0
+        _, still = await asyncio.wait(pending, timeout=grace)
+        for task in still:
+            task.cancel()
+        if still:
+            await asyncio.gather(*still, return_exceptions=True)
+        return len(still)

@@ -1,0 +1,453 @@
+"""The preemption executor with an in-memory API: step order, failures, victims that need
+no call, no double delete across preemptors, metrics with real values, shutdown.
+
+Interleavings are forced with per-call gates (asyncio.Event), never by sleeping."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from builders import make_pod
+
+from scheduler.client.errors import ApiError, Conflict, NotFound, ServerError
+from scheduler.client.events import ObjectRef
+from scheduler.clock import FakeClock
+from scheduler.metrics import SchedulerMetrics
+from scheduler.model.pod import PodInfo
+from scheduler.preemption.evaluator import Decision
+from scheduler.preemption.executor import ExecutorSettings, PreemptionExecutor
+
+
+@dataclass
+class FakeApi:
+    """Records every call; `fail[(verb, key)]` raises, `hold[(verb, key)]` blocks the call
+    until the event is set, `cost` advances the fake clock per call."""
+
+    clock: FakeClock
+    calls: list[tuple[str, str, Any]] = field(default_factory=list)
+    fail: dict[tuple[str, str], ApiError] = field(default_factory=dict)
+    hold: dict[tuple[str, str], asyncio.Event] = field(default_factory=dict)
+    entered: dict[tuple[str, str], asyncio.Event] = field(default_factory=dict)
+    cost: float = 0.0
+    active: int = 0
+    max_active: int = 0
+    on_call: Any = None
+
+    async def _call(self, verb: str, key: str, body: Any) -> dict[str, Any]:
+        self.calls.append((verb, key, body))
+        if self.on_call is not None:
+            self.on_call(verb, key)
+        self.active += 1
+        self.max_active = max(self.max_active, self.active)
+        try:
+            self.entered.setdefault((verb, key), asyncio.Event()).set()
+            gate = self.hold.get((verb, key))
+            if gate is not None:
+                await gate.wait()
+            else:
+                await asyncio.sleep(0)
+            self.clock.advance(self.cost)
+            err = self.fail.get((verb, key))
+            if err is not None:
+                raise err
+            return {}
+        finally:
+            self.active -= 1
+
+    async def patch_pod_status(
+        self, namespace: str, name: str, patch: dict[str, Any]
+    ) -> dict[str, Any]:
+        return await self._call("patch", f"{namespace}/{name}", patch)
+
+    async def delete_pod(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        uid: str | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> dict[str, Any]:
+        return await self._call("delete", f"{namespace}/{name}", uid)
+
+    def called(self, verb: str | None = None) -> list[tuple[str, str]]:
+        return [(v, k) for v, k, _ in self.calls if verb is None or v == verb]
+
+
+@dataclass
+class FakeEvents:
+    events: list[tuple[str, str, str, str]] = field(default_factory=list)
+
+    def event(self, regarding: ObjectRef, type: str, reason: str, action: str, note: str) -> None:
+        self.events.append((regarding.name, type, reason, note))
+
+
+@dataclass
+class Harness:
+    api: FakeApi
+    events: FakeEvents
+    metrics: SchedulerMetrics
+    executor: PreemptionExecutor
+    activated: list[list[str]]
+    waiting: set[str]
+    clock: FakeClock
+
+    def sample(self, name: str, **labels: str) -> float | None:
+        return self.metrics.registry.get_sample_value(name, labels)
+
+
+def harness(max_parallel: int = 16) -> Harness:
+    clock = FakeClock()
+    api = FakeApi(clock)
+    events = FakeEvents()
+    metrics = SchedulerMetrics()
+    activated: list[list[str]] = []
+    waiting: set[str] = set()
+
+    def reject(victim: PodInfo, message: str) -> bool:
+        if victim.uid in waiting:
+            waiting.discard(victim.uid)
+            return True
+        return False
+
+    ex = PreemptionExecutor(
+        api,
+        events,
+        activate=lambda pods: activated.append([p.name for p in pods]),
+        reject_waiting=reject,
+        metrics=metrics,
+        settings=ExecutorSettings(max_parallel_victims=max_parallel),
+        clock=clock,
+    )
+    return Harness(api, events, metrics, ex, activated, waiting, clock)
+
+
+def pod(name: str, prio: int = 1, **kw: Any) -> PodInfo:
+    b = make_pod(name).priority(prio).node("n1")
+    if kw.get("terminating"):
+        b = b.terminating()
+    if kw.get("marked"):
+        b = b.condition("DisruptionTarget", "True", "PreemptionByScheduler")
+    return b.obj()
+
+
+PREEMPTOR = make_pod("hi").priority(100).scheduler("kas").obj()
+
+
+def decision(
+    victims: Sequence[PodInfo], lower: Sequence[PodInfo] = (), preemptor: PodInfo = PREEMPTOR
+) -> Decision:
+    return Decision(preemptor, "n1", tuple(victims), 0, tuple(lower))
+
+
+# ---------------------------------------------------------------- step order
+
+
+async def test_steps_run_in_the_contract_order() -> None:
+    h = harness()
+    lower = make_pod("lower").priority(5).nominated("n1").obj()
+    v1, v2, last = pod("v1", 3), pod("v2", 2), pod("last", 1)
+    ok = await h.executor.start(decision([v1, v2, last], [lower]), "0/3 nodes are available")
+    assert ok
+    keys = h.api.called()
+    assert keys[0] == ("patch", "default/lower")
+    assert h.api.calls[0][2] == {"status": {"nominatedNodeName": None}}
+    assert keys[1] == ("patch", "default/hi")
+    status = h.api.calls[1][2]["status"]
+    assert status["nominatedNodeName"] == "n1"
+    cond = status["conditions"][0]
+    assert (cond["type"], cond["status"], cond["reason"], cond["message"]) == (
+        "PodScheduled",
+        "False",
+        "Unschedulable",
+        "0/3 nodes are available",
+    )
+    # the first victims (in parallel), each condition before its delete; the last at the end
+    middle = keys[2:6]
+    assert sorted(middle) == sorted(
+        [("patch", "default/v1"), ("delete", "default/v1"),
+         ("patch", "default/v2"), ("delete", "default/v2")]
+    )  # fmt: skip
+    for name in ("v1", "v2"):
+        assert middle.index(("patch", f"default/{name}")) < middle.index(
+            ("delete", f"default/{name}")
+        )
+    assert keys[6:] == [("patch", "default/last"), ("delete", "default/last")]
+    disruption = h.api.calls[6][2]["status"]["conditions"][0]
+    assert disruption["type"] == "DisruptionTarget"
+    assert disruption["reason"] == "PreemptionByScheduler"
+    assert disruption["message"] == "kas: preempting to accommodate a higher priority pod"
+    assert h.api.calls[7][2] == last.uid  # DELETE carries the uid precondition
+    # Preempted on each victim, naming the preemptor
+    assert sorted(e[0] for e in h.events.events) == ["last", "v1", "v2"]
+    for _, type_, reason, note in h.events.events:
+        assert (type_, reason) == ("Normal", "Preempted")
+        assert "default/hi" in note and "n1" in note
+    # the cleared pod is activated, and the preemptor when the task ends
+    assert h.activated == [["lower"], ["hi"]]
+    assert not h.executor.is_running(PREEMPTOR.uid)
+
+
+async def test_the_last_victim_is_recorded_before_it_is_preempted() -> None:
+    h = harness()
+    seen: list[tuple[PodInfo | None, bool]] = []
+
+    def on_call(verb: str, key: str) -> None:
+        if key in ("default/v1", "default/last"):
+            seen.append((h.executor.last_victim(PREEMPTOR.uid), h.executor.is_gated(PREEMPTOR.uid)))
+
+    h.api.on_call = on_call
+    last = pod("last", 1)
+    await h.executor.start(decision([pod("v1", 2), last]))
+    assert seen[0] == (None, True)  # while the others run, nothing is recorded
+    assert seen[-1] == (last, True)
+    assert h.executor.last_victim(PREEMPTOR.uid) is None  # gone once finished
+
+
+async def test_a_single_victim_is_the_last_one() -> None:
+    h = harness()
+    only = pod("only")
+    assert await h.executor.start(decision([only]))
+    assert h.api.called()[1:] == [("patch", "default/only"), ("delete", "default/only")]
+
+
+# ---------------------------------------------------------------- failures
+
+
+@pytest.mark.parametrize(
+    ("case", "fail", "ok", "calls_for_last"),
+    [
+        ("a failed delete leaves the last victim alone",
+         {("delete", "default/v1"): ServerError(500, "InternalError", "boom")}, False, []),
+        ("a failed condition patch leaves the last victim alone",
+         {("patch", "default/v1"): ServerError(500, "InternalError", "boom")}, False, []),
+        ("NotFound on the condition patch is success, with no delete",
+         {("patch", "default/v1"): NotFound(404, "NotFound", "gone")}, True,
+         [("patch", "default/last"), ("delete", "default/last")]),
+        ("NotFound on delete is success",
+         {("delete", "default/v1"): NotFound(404, "NotFound", "gone")}, True,
+         [("patch", "default/last"), ("delete", "default/last")]),
+        ("a uid precondition conflict means the victim is gone",
+         {("delete", "default/v1"): Conflict(409, "Conflict", "Precondition failed")}, True,
+         [("patch", "default/last"), ("delete", "default/last")]),
+        ("a failing last victim fails the task",
+         {("delete", "default/last"): ServerError(500, "InternalError", "boom")}, False,
+         [("patch", "default/last"), ("delete", "default/last")]),
+    ],
+)  # fmt: skip
+async def test_victim_failures(
+    case: str, fail: dict[tuple[str, str], ApiError], ok: bool, calls_for_last: list[Any]
+) -> None:
+    h = harness()
+    h.api.fail.update(fail)
+    assert await h.executor.start(decision([pod("v1", 2), pod("last", 1)])) is ok, case
+    assert [k for k in h.api.called() if k[1] == "default/last"] == calls_for_last, case
+    if ("patch", "default/v1") in fail and isinstance(fail[("patch", "default/v1")], NotFound):
+        assert ("delete", "default/v1") not in h.api.called(), case
+    result = "success" if ok else "error"
+    assert h.sample("scheduler_preemption_goroutines_execution_total", result=result) == 1, case
+    # requeued at once / re-activated either way, nomination untouched by the executor
+    assert h.activated[-1] == ["hi"], case
+    assert not h.executor.is_running(PREEMPTOR.uid)
+
+
+async def test_after_a_failure_no_further_victims_are_started() -> None:
+    h = harness(max_parallel=1)
+    h.api.fail[("delete", "default/v1")] = ServerError(500, "InternalError", "boom")
+    victims = [pod("v1", 5), pod("v2", 4), pod("v3", 3), pod("last", 1)]
+    assert not await h.executor.start(decision(victims))
+    touched = {k for _, k in h.api.called()}
+    assert "default/v1" in touched
+    assert not touched & {"default/v2", "default/v3", "default/last"}
+
+
+async def test_clearing_a_nomination_fails_but_the_task_goes_on() -> None:
+    h = harness()
+    lower = make_pod("lower").priority(5).nominated("n1").obj()
+    h.api.fail[("patch", "default/lower")] = ServerError(500, "InternalError", "boom")
+    assert not await h.executor.start(decision([pod("v1")], [lower]))
+    assert ("delete", "default/v1") in h.api.called()
+    assert h.sample("scheduler_preemption_goroutines_execution_total", result="error") == 1
+    assert h.activated == [["hi"]]  # nothing cleared, so only the preemptor
+
+
+async def test_a_deleted_preemptor_preempts_nobody() -> None:
+    h = harness()
+    h.api.fail[("patch", "default/hi")] = NotFound(404, "NotFound", "gone")
+    assert not await h.executor.start(decision([pod("v1")]))
+    assert h.api.called() == [("patch", "default/hi")]
+    assert h.activated == [["hi"]]
+
+
+async def test_a_failed_preemptor_status_patch_does_not_stop_the_victims() -> None:
+    h = harness()
+    h.api.fail[("patch", "default/hi")] = ServerError(503, "ServiceUnavailable", "later")
+    assert not await h.executor.start(decision([pod("v1")]))
+    assert ("delete", "default/v1") in h.api.called()
+
+
+# ---------------------------------------------------------------- victims needing no call
+
+
+async def test_terminating_victims_get_no_call_and_the_preemptor_is_not_gated() -> None:
+    h = harness()
+    d = decision([pod("t1", 2, terminating=True), pod("t2", 1, terminating=True)])
+    task = h.executor.start(d)
+    assert h.executor.is_running(PREEMPTOR.uid)
+    assert not h.executor.is_gated(PREEMPTOR.uid)
+    assert await task
+    assert h.api.called() == [("patch", "default/hi")]  # only the preemptor's status
+    assert h.events.events == []
+
+
+async def test_a_victim_with_the_condition_already_is_only_deleted() -> None:
+    h = harness()
+    assert await h.executor.start(decision([pod("v1", marked=True)]))
+    assert h.api.called()[1:] == [("delete", "default/v1")]
+
+
+async def test_a_victim_waiting_at_permit_is_rejected_in_memory() -> None:
+    h = harness()
+    waiting = pod("waiting", 2)
+    h.waiting.add(waiting.uid)
+    assert await h.executor.start(decision([waiting, pod("last", 1)]))
+    assert [k for _, k in h.api.called()] == ["default/hi", "default/last", "default/last"]
+    assert not h.waiting  # rejected
+    assert sorted(e[0] for e in h.events.events) == ["last", "waiting"]
+
+
+# ---------------------------------------------------------------- no double delete
+
+
+async def test_two_preemptors_never_delete_the_same_victim_twice() -> None:
+    h = harness()
+    shared = pod("shared", 1)
+    gate = asyncio.Event()
+    h.api.hold[("delete", "default/shared")] = gate
+    first_pre = make_pod("p1").priority(100).obj()
+    second_pre = make_pod("p2").priority(100).obj()
+    t1 = h.executor.start(decision([shared], preemptor=first_pre))
+    h.api.entered[("delete", "default/shared")] = entered = asyncio.Event()
+    await entered.wait()  # the first DELETE is on the wire
+    t2 = h.executor.start(decision([pod("other", 1), shared], preemptor=second_pre))
+    assert h.executor.is_gated(second_pre.uid)  # it waits for a call in flight
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert h.api.called("delete").count(("delete", "default/shared")) == 1
+    gate.set()
+    assert await t1 and await t2
+    assert h.api.called("delete").count(("delete", "default/shared")) == 1
+    assert h.api.called("patch").count(("patch", "default/shared")) == 1
+    # a third preemptor deciding before the informer shows the deletionTimestamp
+    third = make_pod("p3").priority(100).obj()
+    assert not h.executor.needs_call(shared)
+    assert await h.executor.start(decision([shared], preemptor=third))
+    assert h.api.called("delete").count(("delete", "default/shared")) == 1
+
+
+async def test_a_failed_shared_delete_fails_both_preemptors_and_can_be_retried() -> None:
+    h = harness()
+    shared = pod("shared", 1)
+    gate = asyncio.Event()
+    h.api.hold[("delete", "default/shared")] = gate
+    h.api.fail[("delete", "default/shared")] = ServerError(500, "InternalError", "boom")
+    t1 = h.executor.start(decision([shared], preemptor=make_pod("p1").priority(9).obj()))
+    h.api.entered[("delete", "default/shared")] = entered = asyncio.Event()
+    await entered.wait()
+    t2 = h.executor.start(decision([shared], preemptor=make_pod("p2").priority(9).obj()))
+    gate.set()
+    assert not await t1 and not await t2
+    assert h.executor.needs_call(shared) and not h.executor.delete_issued(shared.uid)
+
+
+async def test_a_remembered_delete_is_forgotten_after_the_ttl() -> None:
+    h = harness()
+    v = pod("v")
+    await h.executor.start(decision([v]))
+    assert h.executor.delete_issued(v.uid)
+    h.clock.advance(ExecutorSettings().issued_delete_ttl + 1)
+    assert not h.executor.delete_issued(v.uid)
+
+
+# ---------------------------------------------------------------- bounds, metrics
+
+
+async def test_victims_are_preempted_with_bounded_concurrency() -> None:
+    h = harness(max_parallel=2)
+    victims = [pod(f"v{i}", 10 - i) for i in range(7)]
+    assert await h.executor.start(decision(victims))
+    assert h.api.max_active == 2
+    assert h.api.called("delete")[-1] == ("delete", "default/v6")
+
+
+async def test_metrics_record_the_real_result_and_duration() -> None:
+    h = harness()
+    h.api.cost = 0.25  # every call takes 250 ms of (fake) time
+    gate = asyncio.Event()
+    h.api.hold[("delete", "default/last")] = gate
+    task = h.executor.start(decision([pod("v1", 2), pod("last", 1)]))
+    h.api.entered[("delete", "default/last")] = entered = asyncio.Event()
+    await entered.wait()
+    assert h.sample("scheduler_goroutines", operation="preemption") == 1
+    gate.set()
+    assert await task
+    assert h.sample("scheduler_goroutines", operation="preemption") == 0
+    assert h.sample("scheduler_preemption_goroutines_execution_total", result="success") == 1
+    assert h.sample("scheduler_preemption_goroutines_execution_total", result="error") is None
+    # preemptor patch, then v1 (patch+delete), then last (patch+delete): 5 calls, sequential
+    assert h.sample(
+        "scheduler_preemption_goroutines_duration_seconds_sum", result="success"
+    ) == pytest.approx(1.25)
+    assert h.sample("scheduler_preemption_goroutines_duration_seconds_count", result="success") == 1
+
+
+async def test_starting_twice_for_one_preemptor_is_refused() -> None:
+    h = harness()
+    gate = asyncio.Event()
+    h.api.hold[("patch", "default/hi")] = gate
+    task = h.executor.start(decision([pod("v1")]))
+    with pytest.raises(RuntimeError, match="already running"):
+        h.executor.start(decision([pod("v2")]))
+    gate.set()
+    await task
+
+
+# ---------------------------------------------------------------- sync mode, shutdown
+
+
+async def test_sync_mode_awaits_the_same_calls_without_a_gate() -> None:
+    h = harness()
+    lower = make_pod("lower").priority(5).nominated("n1").obj()
+    assert await h.executor.run_inline(decision([pod("v1", 2), pod("last", 1)], [lower]))
+    assert h.api.called()[:2] == [("patch", "default/lower"), ("patch", "default/hi")]
+    assert h.api.called()[-2:] == [("patch", "default/last"), ("delete", "default/last")]
+    assert not h.executor.is_running(PREEMPTOR.uid)
+    assert h.sample("scheduler_preemption_goroutines_execution_total", result="success") == 1
+    assert h.activated[-1] == ["hi"]
+
+
+async def test_shutdown_cancels_a_stuck_task_which_still_finishes_cleanly() -> None:
+    h = harness()
+    h.api.hold[("delete", "default/v1")] = asyncio.Event()  # never set
+    task = h.executor.start(decision([pod("v1")]))
+    h.api.entered[("delete", "default/v1")] = entered = asyncio.Event()
+    await entered.wait()
+    assert await h.executor.shutdown(grace=0.01) == 1
+    assert task.cancelled()
+    assert not h.executor.is_running(PREEMPTOR.uid)
+    assert h.activated == [["hi"]]
+    assert h.sample("scheduler_preemption_goroutines_execution_total", result="error") == 1
+    assert h.sample("scheduler_goroutines", operation="preemption") == 0
+    assert not h.executor.delete_issued(pod("v1").uid)
+    with pytest.raises(RuntimeError, match="shut down"):
+        h.executor.start(decision([pod("v2")]))
+
+
+async def test_shutdown_lets_running_tasks_finish_within_the_grace() -> None:
+    h = harness()
+    task = h.executor.start(decision([pod("v1")]))
+    assert await h.executor.shutdown(grace=5) == 0
+    assert task.result() is True
