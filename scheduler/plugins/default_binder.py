@@ -1,0 +1,27 @@
+"""DefaultBinder (Bind): calls the handle's async binder (the client's pods/binding)."""
+
+from __future__ import annotations
+
+from scheduler.config import names
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.handle import Handle
+from scheduler.framework.status import Status
+from scheduler.model.pod import PodInfo
+
+
+class DefaultBinder:
+    name = names.DEFAULT_BINDER
+
+    def __init__(self, handle: Handle) -> None:
+        self._handle = handle
+
+    async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        try:
+            await self._handle.binder(pod, node_name)
+        except Exception as e:  # the binding cycle turns this into forget + requeue
+            return Status.from_error(e, plugin=self.name)
+        return Status.success()
+
+
+def new(args: object, handle: Handle) -> DefaultBinder:
+    return DefaultBinder(handle)

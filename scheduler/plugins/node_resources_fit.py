@@ -1,0 +1,211 @@
+"""NodeResourcesFit: Filter (requests must fit allocatable minus requested; "Too many
+pods"; "Insufficient <resource>"; Unschedulable, so preemption may help) and Score
+(LeastAllocated default, MostAllocated, RequestedToCapacityRatio), as upstream.
+
+Batch form: one comparison per requested resource over the table columns; each
+rejected node gets a bitmask of what is short, and one Status per distinct bitmask.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from scheduler.cache.node_view import NodeView
+from scheduler.cache.snapshot import Snapshot
+from scheduler.config import names
+from scheduler.config.args import (
+    LEAST_ALLOCATED,
+    MOST_ALLOCATED,
+    NodeResourcesFitArgs,
+    UtilizationShapePoint,
+)
+from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.handle import Handle
+from scheduler.framework.interfaces import (
+    MAX_NODE_SCORE,
+    BatchFilterResult,
+    IntArray,
+    PreFilterResult,
+)
+from scheduler.framework.status import Status
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
+from scheduler.model.quantity import CPU, EPHEMERAL_STORAGE, MEMORY
+from scheduler.plugins.helpers import QUEUE, SKIP, event
+from scheduler.plugins.resource_allocation import (
+    alloc_and_requested,
+    alloc_and_requested_one,
+    weights,
+)
+
+TOO_MANY_PODS = "Too many pods"
+_STATE_KEY = "PreFilter" + names.NODE_RESOURCES_FIT
+MAX_CUSTOM_PRIORITY_SCORE = 10
+
+
+def insufficient(resource: str) -> str:
+    return f"Insufficient {resource}"
+
+
+class NodeResourcesFit:
+    name = names.NODE_RESOURCES_FIT
+
+    def __init__(self, args: NodeResourcesFitArgs) -> None:
+        self.args = args
+        self._resources = args.scoring_strategy.resources
+        self._weights = weights(self._resources)
+        self._type = args.scoring_strategy.type
+        self._shape = args.scoring_strategy.shape
+
+    def _checked(self, pod: PodInfo) -> list[tuple[str, int]]:
+        """(resource, amount) the filter checks, in upstream's order: cpu, memory,
+        ephemeral-storage, then extended resources (sorted) not ignored."""
+        out = []
+        for r in (CPU, MEMORY, EPHEMERAL_STORAGE):
+            v = pod.requests.get(r, 0)
+            if v > 0:
+                out.append((r, v))
+        for r in sorted(pod.requests):
+            if r in (CPU, MEMORY, EPHEMERAL_STORAGE):
+                continue
+            v = pod.requests[r]
+            if v <= 0 or r in self.args.ignored_resources:
+                continue
+            if "/" in r and r.split("/", 1)[0] in self.args.ignored_resource_groups:
+                continue
+            out.append((r, v))
+        return out
+
+    # -------------------------------------------------------------- filter
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status]:
+        state.write(_STATE_KEY, self._checked(pod))
+        return None, Status.success()
+
+    def _wanted(self, state: CycleState, pod: PodInfo) -> list[tuple[str, int]]:
+        wanted: list[tuple[str, int]] | None = state.get(_STATE_KEY)
+        return wanted if wanted is not None else self._checked(pod)
+
+    def filter(self, state: CycleState, pod: PodInfo, view: NodeView) -> Status:
+        reasons = []
+        if len(view.pods) + 1 > view.allocatable.get("pods", 0):
+            reasons.append(TOO_MANY_PODS)
+        for r, amount in self._wanted(state, pod):
+            if amount > view.allocatable.get(r, 0) - view.requested.get(r, 0):
+                reasons.append(insufficient(r))
+        if reasons:
+            return Status.unschedulable(*reasons, plugin=self.name)
+        return Status.success()
+
+    def filter_batch(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, slots: IntArray
+    ) -> BatchFilterResult:
+        table = snapshot.table
+        wanted = self._wanted(state, pod)
+        labels = [TOO_MANY_PODS] + [insufficient(r) for r, _ in wanted]
+        bits = (table.pod_count[slots] + 1 > table.max_pods[slots]).astype(np.int64)
+        for i, (r, amount) in enumerate(wanted, start=1):
+            col = table.column(r)
+            if col is None:
+                short = np.ones(len(slots), dtype=np.bool_)
+            else:
+                short = amount > table.alloc[slots, col] - table.req[slots, col]
+            bits |= short.astype(np.int64) << i
+        passed = bits == 0
+        if passed.all():
+            return BatchFilterResult(passed)
+        statuses: list[Status] = []
+        reasons = np.full(len(slots), -1, dtype=np.int32)
+        for mask in np.unique(bits[~passed]).tolist():
+            rs = [labels[i] for i in range(len(labels)) if mask >> i & 1]
+            reasons[bits == mask] = len(statuses)
+            statuses.append(Status.unschedulable(*rs, plugin=self.name))
+        return BatchFilterResult(passed, statuses, reasons)
+
+    # -------------------------------------------------------------- score
+    def _score(self, alloc: IntArray, req: IntArray) -> IntArray:
+        valid = alloc > 0
+        safe = np.where(valid, alloc, 1)
+        if self._type == LEAST_ALLOCATED:
+            per = np.where(req > alloc, 0, (alloc - req) * MAX_NODE_SCORE // safe)
+        elif self._type == MOST_ALLOCATED:
+            per = np.minimum(req, alloc) * MAX_NODE_SCORE // safe
+        else:
+            util = np.where(req > alloc, 100, req * 100 // safe)
+            per = _broken_linear(util, self._shape)
+        w = self._weights[None, :] * valid
+        wsum = w.sum(axis=1)
+        total = (per * w).sum(axis=1)
+        if self._type in (LEAST_ALLOCATED, MOST_ALLOCATED):
+            out = np.where(wsum > 0, total // np.maximum(wsum, 1), 0)
+        else:
+            out = np.where(wsum > 0, np.round(total / np.maximum(wsum, 1)), 0).astype(np.int64)
+        result: IntArray = out.astype(np.int64)
+        return result
+
+    def score(self, state: CycleState, pod: PodInfo, view: NodeView) -> tuple[int, Status]:
+        alloc, req = alloc_and_requested_one(view, pod, self._resources, False)
+        return int(self._score(alloc, req)[0]), Status.success()
+
+    def score_batch(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, slots: IntArray
+    ) -> IntArray:
+        alloc, req = alloc_and_requested(snapshot, slots, pod, self._resources, False)
+        return self._score(alloc, req)
+
+    def pre_score(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, slots: IntArray
+    ) -> Status:
+        return Status.success()
+
+    # -------------------------------------------------------------- events
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        def pod_freed(pod: PodInfo, old: Any, new: Any) -> Any:
+            gone = old if isinstance(old, PodInfo) else None
+            if gone is None:
+                return QUEUE
+            wanted = {r for r, _ in self._checked(pod)}
+            return QUEUE if not wanted or any(gone.requests.get(r, 0) for r in wanted) else SKIP
+
+        def node_fits(pod: PodInfo, old: Any, new: Any) -> Any:
+            if not isinstance(new, NodeInfo):
+                return QUEUE
+            ok = all(new.allocatable.get(r, 0) >= v for r, v in self._checked(pod))
+            return QUEUE if ok else SKIP
+
+        return [
+            event(
+                EventResource.ASSIGNED_POD,
+                ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN,
+                pod_freed,
+            ),
+            event(
+                EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE, node_fits
+            ),
+        ]
+
+
+def _broken_linear(util: IntArray, shape: tuple[UtilizationShapePoint, ...]) -> IntArray:
+    """upstream helper.BuildBrokenLinearFunction, scaled by MaxNodeScore/10."""
+    xs = [p.utilization for p in shape]
+    ys = [p.score * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE) for p in shape]
+    out = np.full(util.shape, ys[-1], dtype=np.int64)
+    out[util < xs[0]] = ys[0]
+    # walk the segments from the last so the first matching segment wins
+    for i in range(len(xs) - 1, 0, -1):
+        seg = (util >= xs[i - 1]) & (util <= xs[i])
+        if xs[i] == xs[i - 1]:
+            continue
+        val = ys[i - 1] + (ys[i] - ys[i - 1]) * (util - xs[i - 1]) // (xs[i] - xs[i - 1])
+        out = np.where(seg, val, out)
+    if len(xs) == 1:
+        out[:] = ys[0]
+    return out
+
+
+def new(args: NodeResourcesFitArgs | None, handle: Handle) -> NodeResourcesFit:
+    return NodeResourcesFit(args or NodeResourcesFitArgs())
