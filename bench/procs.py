@@ -1,0 +1,206 @@
+"""The processes under test: how each scheduler is started, its configuration file, and
+a monitor that samples its CPU and memory with psutil.
+
+Every contender is a plain child process talking to the cluster through the same
+kubeconfig (a ServiceAccount token of its own, so the API server's audit log can tell
+its requests apart), with the same client-side qps/burst."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+import yaml
+
+from bench.workloads import SCHEDULER_NAME
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEDULERS = ("upstream", "ours-async", "ours-sync", "ceiling")
+OURS_CLI = ROOT / ".venv" / "bin" / "kube-async-scheduler"
+
+
+def scheduler_config(contender: str, kubeconfig: Path, qps: float, burst: int) -> dict[str, Any]:
+    """The KubeSchedulerConfiguration both schedulers read: one profile with the
+    benchmark's schedulerName, leader election off, the same qps/burst. Ours also gets
+    DefaultPreemption's `mode` (upstream's strict decoder would refuse that field)."""
+    profile: dict[str, Any] = {"schedulerName": SCHEDULER_NAME}
+    if contender in ("ours-async", "ours-sync"):
+        mode = "Async" if contender == "ours-async" else "Sync"
+        profile["pluginConfig"] = [
+            {
+                "name": "DefaultPreemption",
+                "args": {
+                    "apiVersion": "kubescheduler.config.k8s.io/v1",
+                    "kind": "DefaultPreemptionArgs",
+                    "mode": mode,
+                },
+            }
+        ]
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False},
+        "clientConnection": {"kubeconfig": str(kubeconfig), "qps": qps, "burst": burst},
+        "profiles": [profile],
+    }
+
+
+def ours_available() -> tuple[bool, str]:
+    """Whether `kube-async-scheduler run` exists in this checkout's venv yet."""
+    if not OURS_CLI.exists():
+        return False, f"{OURS_CLI} not found"
+    try:
+        res = subprocess.run(
+            [str(OURS_CLI), "run", "--help"], capture_output=True, text=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, str(exc)
+    if res.returncode != 0:
+        return False, (res.stderr.strip().splitlines() or ["run --help failed"])[-1]
+    return True, ""
+
+
+def version_of(argv: list[str]) -> str:
+    try:
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    if res.returncode != 0:
+        return "unknown"
+    return (res.stdout.strip() or res.stderr.strip() or "unknown").splitlines()[0]
+
+
+def command_for(
+    contender: str,
+    *,
+    run_dir: Path,
+    bin_dir: Path,
+    kubeconfig: Path,
+    qps: float,
+    burst: int,
+    concurrency: int,
+) -> list[str]:
+    if contender == "ceiling":
+        return [
+            sys.executable,
+            "-m",
+            "bench.binder",
+            f"--kubeconfig={kubeconfig}",
+            f"--scheduler-name={SCHEDULER_NAME}",
+            f"--qps={qps}",
+            f"--burst={burst}",
+            f"--concurrency={concurrency}",
+        ]
+    cfg = run_dir / f"{contender}-config.yaml"
+    cfg.write_text(yaml.safe_dump(scheduler_config(contender, kubeconfig, qps, burst)))
+    if contender == "upstream":
+        return [str(bin_dir / "kube-scheduler"), f"--config={cfg}", "--secure-port=0", "-v=1"]
+    if contender in ("ours-async", "ours-sync"):
+        return [
+            str(OURS_CLI),
+            "run",
+            "--config",
+            str(cfg),
+            "--kubeconfig",
+            str(kubeconfig),
+            "--port",
+            "0",
+        ]
+    raise ValueError(f"unknown scheduler {contender!r} (known: {', '.join(SCHEDULERS)})")
+
+
+@dataclass
+class Monitor:
+    """A child process with psutil sampling (every `interval` s) of RSS and CPU time."""
+
+    name: str
+    argv: list[str]
+    log: Path
+    interval: float = 0.25
+    proc: subprocess.Popen[bytes] | None = None
+    peak_rss: int = 0
+    marks: dict[str, float] = field(default_factory=dict)
+    _ps: psutil.Process | None = None
+    _task: asyncio.Task[None] | None = None
+    cpu_total: float = 0.0
+    exit_code: int | None = None
+
+    def start(self) -> None:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                cwd=ROOT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        self._ps = psutil.Process(self.proc.pid)
+        self._task = asyncio.create_task(self._sample())
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def cpu_seconds(self) -> float:
+        if self._ps is None:
+            return 0.0
+        try:
+            t = self._ps.cpu_times()
+            self.cpu_total = t.user + t.system
+        except psutil.Error:
+            pass
+        return self.cpu_total
+
+    def mark(self, label: str) -> None:
+        """Remember the CPU seconds used so far under `label`."""
+        self.marks[label] = self.cpu_seconds()
+
+    def _hwm(self) -> int:
+        """The kernel's own peak RSS of the process (VmHWM), in bytes."""
+        assert self.proc is not None
+        with contextlib.suppress(OSError, ValueError):
+            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    async def _sample(self) -> None:
+        assert self._ps is not None
+        while self.alive():
+            with contextlib.suppress(psutil.Error):
+                self.peak_rss = max(self.peak_rss, self._ps.memory_info().rss, self._hwm())
+                self.cpu_seconds()
+            await asyncio.sleep(self.interval)
+
+    async def stop(self, grace_s: float = 15.0) -> None:
+        if self.proc is None:
+            return
+        if self.alive():
+            self.peak_rss = max(self.peak_rss, self._hwm())
+            self.cpu_seconds()
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.to_thread(self.proc.wait, grace_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.exit_code = self.proc.wait()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def tail(self, lines: int = 5) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").strip().splitlines()[-lines:])
+        except OSError:
+            return ""

@@ -1,0 +1,322 @@
+"""From result files to docs/benchmarks.md and docs/benchmarks/*.png.
+
+`summarize` and `render_markdown` are pure (unit-tested); `write_docs` does the I/O and
+the matplotlib plots. Every figure in the generated page comes from a result file: the
+page names the file, the command, the machine and the versions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.stats import median, ratio
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs" / "benchmarks.md"
+IMAGES = ROOT / "docs" / "benchmarks"
+ORDER = ("upstream", "ours-async", "ours-sync", "ceiling")
+OURS = ("ours-async", "ours-sync")
+
+
+def _get(d: Any, *path: str) -> Any:
+    for p in path:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(p)
+    return d
+
+
+FIELDS: dict[str, tuple[str, ...]] = {
+    "throughput": ("measured", "throughput"),
+    "p50": ("measured", "latency_s", "p50"),
+    "p90": ("measured", "latency_s", "p90"),
+    "p99": ("measured", "latency_s", "p99"),
+    "victims": ("preemption", "victims", "total"),
+    "victims_per_preemptor": ("preemption", "victims", "mean"),
+    "preemptors_bound": ("preemption", "preemptors_bound"),
+    "preemptor_p50": ("preemption", "time_to_bind_s", "p50"),
+    "preemptor_p99": ("preemption", "time_to_bind_s", "p99"),
+    "cpu_s": ("process", "cpu_s_measured"),
+    "cpu_s_total": ("process", "cpu_s_total"),
+    "rss_mib": ("process", "peak_rss_mib"),
+    "calls_per_pod": ("api_calls", "per_scheduled_pod"),
+    "bound": ("measured", "bound"),
+    "created": ("measured", "created"),
+}
+
+
+def summarize(runs: Iterable[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Medians over the repetitions of each (workload, scheduler). Failed runs count in
+    `runs`/`ok`; their figures are left out of the medians (a run that timed out has a
+    throughput, but not one comparable to complete runs)."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in runs:
+        key = (r["workload"]["name"], r["scheduler"])
+        groups.setdefault(key, []).append(r)
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for key, rs in groups.items():
+        good = [r for r in rs if r.get("ok")]
+        s: dict[str, Any] = {
+            "runs": len(rs),
+            "ok": len(good),
+            "errors": [r["error"] for r in rs if r.get("error")],
+        }
+        for name, path in FIELDS.items():
+            s[name] = median(_get(r, *path) for r in good)
+            s[name + "_all"] = [_get(r, *path) for r in good]
+        out[key] = s
+    return out
+
+
+def ratios(summary: dict[tuple[str, str], dict[str, Any]], workload: str) -> dict[str, Any]:
+    """ours/upstream for throughput, p99 and victims; every contender's fraction of the
+    ceiling's throughput."""
+    up = summary.get((workload, "upstream"), {})
+    ceil = summary.get((workload, "ceiling"), {})
+    out: dict[str, Any] = {}
+    for s in ORDER:
+        row = summary.get((workload, s))
+        if row is None:
+            continue
+        r: dict[str, Any] = {"of_ceiling": ratio(row.get("throughput"), ceil.get("throughput"))}
+        if s in OURS:
+            r["throughput_vs_upstream"] = ratio(row.get("throughput"), up.get("throughput"))
+            r["p99_vs_upstream"] = ratio(row.get("p99"), up.get("p99"))
+            r["victims_vs_upstream"] = ratio(row.get("victims"), up.get("victims"))
+        out[s] = r
+    return out
+
+
+def _f(v: Any, digits: int = 1, unit: str = "") -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}{unit}"
+    return f"{v}{unit}"
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v * 1000:.0f}"
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v * 100:.0f}%"
+
+
+def _x(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}x"
+
+
+def render_suite(doc: dict[str, Any], source: str, images: Sequence[str] = ()) -> str:
+    summary = summarize(doc["runs"])
+    workloads = list(dict.fromkeys(r["workload"]["name"] for r in doc["runs"]))
+    schedulers = [s for s in ORDER if any(k[1] == s for k in summary)]
+    m, v, o = doc.get("machine", {}), doc.get("versions", {}), doc.get("options", {})
+    lines = [
+        f"## Suite `{doc['suite']}`",
+        "",
+        f"- command: `{doc['command']}` (started {doc.get('started', '?')}, "
+        f"{doc.get('elapsed_s', '?')} s in all; result file `{source}`)",
+        f"- machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, "
+        f"{m.get('memory_gib', '?')} GiB, Linux {m.get('kernel', '?')}, "
+        f"Python {m.get('python', '?')}",
+        "- versions: " + ", ".join(f"{k} `{val}`" for k, val in v.items()),
+        f"- every contender: clientConnection qps {o.get('qps')}, burst {o.get('burst')}; "
+        f"harness creates and ceiling binds {o.get('concurrency')} in flight; "
+        f"{o.get('repeat')} repetition(s), figures are medians",
+    ]
+    for s, why in (doc.get("skipped") or {}).items():
+        lines.append(f"- {s} not run: {why}")
+    lines += [
+        "",
+        "| workload | nodes/init/measured | scheduler | runs ok | pods/s | "
+        "of ceiling | p50 ms | p90 ms | p99 ms | victims (per preemptor) | "
+        "preemptor p50/p99 ms | CPU s | peak RSS MiB | API calls/pod |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    wl = {r["workload"]["name"]: r["workload"] for r in doc["runs"]}
+    for w in workloads:
+        rat = ratios(summary, w)
+        size = f"{wl[w]['nodes']}/{wl[w]['init_pods']}/{wl[w]['measured_pods']}"
+        for s in schedulers:
+            row = summary.get((w, s))
+            if row is None:
+                continue
+            vic = (
+                "-"
+                if row["victims"] is None
+                else f"{row['victims']:.0f} ({_f(row['victims_per_preemptor'], 2)})"
+            )
+            pre = (
+                "-"
+                if row["preemptor_p50"] is None
+                else f"{_ms(row['preemptor_p50'])}/{_ms(row['preemptor_p99'])}"
+            )
+            lines.append(
+                f"| {w} | {size} | {s} | {row['ok']}/{row['runs']} | "
+                f"{_f(row['throughput'])} | {_pct(rat[s]['of_ceiling'])} | "
+                f"{_ms(row['p50'])} | {_ms(row['p90'])} | {_ms(row['p99'])} | {vic} | {pre} | "
+                f"{_f(row['cpu_s'], 2)} | {_f(row['rss_mib'], 0)} | "
+                f"{_f(row['calls_per_pod'], 2)} |"
+            )
+    ours = [s for s in OURS if s in schedulers]
+    if ours and "upstream" in schedulers:
+        lines += [
+            "",
+            "Ratios, ours / upstream (throughput: higher is better; p99 and "
+            "victims: lower is better):",
+            "",
+            "| workload | scheduler | throughput | p99 latency | victims |",
+            "|---|---|---:|---:|---:|",
+        ]
+        for w in workloads:
+            rat = ratios(summary, w)
+            for s in ours:
+                if s in rat:
+                    r = rat[s]
+                    lines.append(
+                        f"| {w} | {s} | {_x(r['throughput_vs_upstream'])} | "
+                        f"{_x(r['p99_vs_upstream'])} | {_x(r['victims_vs_upstream'])} |"
+                    )
+    errors = [(k, e) for k, row in summary.items() for e in row["errors"]]
+    if errors:
+        lines += ["", "Runs that did not complete:", ""]
+        lines += [f"- {w} x {s}: {e}" for (w, s), e in errors]
+    if images:
+        lines.append("")
+        lines += [f"![{Path(i).stem}]({i})" for i in images]
+    lines.append("")
+    return "\n".join(lines)
+
+
+HEADER = """# Benchmarks
+
+Generated by `python -m bench report` from the result files named below; do not edit
+by hand (run `python -m bench run --suite smoke` or `--suite default` to refresh it).
+
+How the figures are measured (bench/runner.py):
+- every run starts a fresh local cluster (etcd, kube-apiserver, kube-controller-manager,
+  kwok; docs/local-control-plane.md), creates the nodes and the init pods already bound
+  (spec.nodeName), then starts the contender as a plain process with its own
+  ServiceAccount token, and binds one warm-up pod before measuring;
+- **pods/s**: measured pods / (last bind seen - first create sent), from a watch on the
+  harness side with monotonic timestamps; the **ceiling** is a raw binder
+  (`python -m bench.binder`, no scheduling) binding pre-created pods round-robin through
+  pods/binding: its figure is (binds - 1) / (last - first bind seen);
+- **p50/p90/p99**: create sent to bind seen, per measured pod;
+- **victims**: pods deleted during the run (all deletions are preemptions: nothing else
+  deletes); per preemptor: charged to the preemptor bound on the victim's node;
+- **CPU s**: the contender's user+system CPU during the measured window (psutil);
+  **peak RSS**: the kernel's VmHWM of the process;
+- **API calls/pod**: every request the contender made in its lifetime (start, informer
+  LIST/WATCH, binds, events, status patches, deletes), counted in the kube-apiserver's
+  audit log filtered to the contender's user (apiserver_request_total has no user
+  label), divided by the pods it bound (measured, churn, warm-up).
+
+Workloads (bench/workloads.py; modelled on test/integration/scheduler_perf):
+- **SchedulingBasic**: plain 100m/500Mi pods on 4-CPU/32Gi/110-pod nodes;
+- **SchedulingMixed**: measured pods take turns among plain, required node affinity
+  (two of three zones), required pod anti-affinity on hostname (groups of at most a
+  quarter of the nodes), zone topology spread (maxSkew 1, DoNotSchedule), and a
+  toleration of the taint a tenth of the nodes carry;
+- **PreemptionBasic**: four 900m priority-0 pods per node; measured pods are 3000m
+  priority-10000 preemptors, each must evict three;
+- **PreemptionAsync**: as upstream's: the same full nodes, 3000m preemptors created at
+  5/s while ordinary 100m pods are measured;
+- **Unschedulable**: 9-CPU pods that fit nowhere, created at 5/s, alongside measured
+  plain pods.
+
+"""
+
+
+def render_markdown(docs: Sequence[tuple[dict[str, Any], str, Sequence[str]]]) -> str:
+    return HEADER + "\n".join(render_suite(d, src, imgs) for d, src, imgs in docs)
+
+
+def latest_results(folder: Path) -> list[Path]:
+    """The newest result file of each suite in `folder`."""
+    newest: dict[str, Path] = {}
+    for p in sorted(folder.glob("*.json")):
+        try:
+            name = json.loads(p.read_text()).get("suite", p.stem)
+        except (OSError, ValueError):
+            continue
+        newest[name] = p  # names sort by their UTC timestamp
+    order = {"smoke": 0, "default": 1}
+    return [newest[k] for k in sorted(newest, key=lambda s: (order.get(s, 9), s))]
+
+
+def _plots(doc: dict[str, Any], folder: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    summary = summarize(doc["runs"])
+    workloads = list(dict.fromkeys(r["workload"]["name"] for r in doc["runs"]))
+    schedulers = [s for s in ORDER if any(k[1] == s for k in summary)]
+    colors = {
+        "upstream": "#4c72b0",
+        "ours-async": "#dd8452",
+        "ours-sync": "#c44e52",
+        "ceiling": "#8c8c8c",
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+
+    def bars(
+        metric: str, title: str, ylabel: str, scale: float, who: Sequence[str], name: str
+    ) -> None:
+        fig, ax = plt.subplots(figsize=(9, 4.2))
+        width = 0.8 / max(1, len(who))
+        for j, s in enumerate(who):
+            xs, ys, lo, hi = [], [], [], []
+            for i, w in enumerate(workloads):
+                row = summary.get((w, s))
+                if not row or row[metric] is None:
+                    continue
+                vals = [x * scale for x in row[metric + "_all"] if x is not None]
+                med = row[metric] * scale
+                xs.append(i + (j - (len(who) - 1) / 2) * width)
+                ys.append(med)
+                lo.append(med - min(vals))
+                hi.append(max(vals) - med)
+            if xs:
+                ax.bar(xs, ys, width, label=s, color=colors.get(s), yerr=[lo, hi], capsize=3)
+        ax.set_xticks(range(len(workloads)), workloads, rotation=15)
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"{title} (suite {doc['suite']}; median, bars = min..max)")
+        ax.legend()
+        ax.grid(axis="y", alpha=0.3)
+        fig.tight_layout()
+        path = folder / f"{doc['suite']}-{name}.png"
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        out.append(path)
+
+    bars("throughput", "Measured pods per second", "pods/s", 1.0, schedulers, "throughput")
+    sched_only = [s for s in schedulers if s != "ceiling"]
+    bars("p99", "Create-to-bind latency, p99", "ms", 1000.0, sched_only, "p99")
+    bars("cpu_s", "Scheduler CPU seconds in the measured window", "CPU s", 1.0, schedulers, "cpu")
+    return out
+
+
+def write_docs(files: Sequence[Path], docs_path: Path = DOCS, images: Path = IMAGES) -> list[Path]:
+    parts = []
+    written: list[Path] = []
+    for f in files:
+        doc = json.loads(f.read_text())
+        if not doc.get("runs"):
+            continue
+        pngs = _plots(doc, images)
+        written += pngs
+        rel = [str(p.relative_to(docs_path.parent)) for p in pngs]
+        try:
+            src = str(f.resolve().relative_to(ROOT))
+        except ValueError:
+            src = str(f)
+        parts.append((doc, src, rel))
+    docs_path.write_text(render_markdown(parts))
+    return [docs_path, *written]
