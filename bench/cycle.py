@@ -68,13 +68,22 @@ def affinity_pod() -> PodInfo:
     raw = _pod("aff", {"app": "web"}, cpu="100m")
     spec = raw["spec"]
     assert isinstance(spec, dict)
+    anti_term = {
+        "topologyKey": "kubernetes.io/hostname",
+        "labelSelector": {"matchLabels": {"app": "web"}},
+    }
+    pref_term = {
+        "topologyKey": "topology.kubernetes.io/zone",
+        "labelSelector": {"matchLabels": {"app": "app-7"}},
+    }
     spec["affinity"] = {
-        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-            {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "web"}}}]},
-        "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-            {"weight": 10, "podAffinityTerm": {"topologyKey": "topology.kubernetes.io/zone",
-                                               "labelSelector": {"matchLabels": {"app": "app-7"}}}}]},
-    }  # fmt: skip
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [anti_term]},
+        "podAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 10, "podAffinityTerm": pref_term}
+            ]
+        },
+    }
     spec["topologySpreadConstraints"] = [
         {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
          "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "web"}}}
