@@ -372,3 +372,87 @@ def make_pod(name: str, namespace: str = "default") -> PodBuilder:
 
 def make_node(name: str) -> NodeBuilder:
     return NodeBuilder(name)
+
+
+# ---------------------------------------------------------------- harness for plugin tests
+
+
+def make_framework(
+    plugins: list[str] | None = None,
+    args: dict[str, Any] | None = None,
+    handle: Any = None,
+    percentage: int | None = None,
+) -> Any:
+    """A Framework with the default plugins (minus DefaultPreemption) or `plugins` as
+    multiPoint; `args` maps plugin name -> raw args dict."""
+    from scheduler.config import names
+    from scheduler.config.args import parse_plugin_args
+    from scheduler.framework import Framework, Profile
+    from scheduler.plugins.registry import in_tree_registry
+
+    refs = tuple(r for r in names.DEFAULT_MULTI_POINT if r.name != names.DEFAULT_PREEMPTION)
+    if plugins is not None:
+        refs = tuple(names.PluginRef(p) for p in plugins)
+    parsed = {n: parse_plugin_args(n, a, n) for n, a in (args or {}).items()}
+    profile = Profile(
+        plugins={names.MULTI_POINT: refs},
+        plugin_args=parsed,
+        percentage_of_nodes_to_score=percentage,
+    )
+    return Framework(profile, in_tree_registry(), handle)
+
+
+def make_snapshot(nodes: list[NodeBuilder], pods: list[PodBuilder] | None = None) -> Any:
+    from scheduler.cache import Cache
+
+    cache = Cache()
+    for n in nodes:
+        cache.add_node(n.obj())
+    for p in pods or []:
+        cache.add_pod(p.obj())
+    return cache.new_snapshot()
+
+
+def filter_statuses(fw: Any, pod: PodInfo, snapshot: Any) -> dict[str, Any]:
+    """node -> Status from the per-node Filter path, after checking that the batch path
+    (filter_batch over the whole table) gives the same verdicts and reasons."""
+    import numpy as np
+
+    from scheduler.framework import CycleState, Status
+    from scheduler.framework.status import Code
+
+    state = CycleState()
+    _, st = fw.run_pre_filter(state, pod, snapshot)
+    names_ = snapshot.node_names()
+    if not st.ok:
+        return dict.fromkeys(names_, st)
+    per_node = {n: fw.run_filter(state, pod, snapshot.get(n)) for n in names_}
+    # batch path, plugin by plugin on the survivors, as the runtime does
+    alive = snapshot.live_slots()
+    batch: dict[str, Any] = {}
+    for p in fw.filter_plugins:
+        if p.name in state.skip_filter:
+            continue
+        if hasattr(p, "filter_batch"):
+            res = p.filter_batch(state, pod, snapshot, alive)
+            for i, slot in enumerate(alive.tolist()):
+                if not res.passed[i]:
+                    idx = 0 if res.reasons is None else int(res.reasons[i])
+                    batch[snapshot.view(slot).name] = res.statuses[idx]
+            alive = alive[res.passed]
+        else:
+            keep = []
+            for slot in alive.tolist():
+                s = p.filter(state, pod, snapshot.view(slot))
+                if not s.ok:
+                    batch[snapshot.view(slot).name] = s
+                keep.append(s.ok)
+            alive = alive[np.asarray(keep, dtype=np.bool_)] if keep else alive
+    for n in names_:
+        b = batch.get(n, Status.success())
+        assert (b.code, b.reasons) == (per_node[n].code, per_node[n].reasons), (n, b, per_node[n])
+    return {n: s for n, s in per_node.items() if s.code != Code.SUCCESS}
+
+
+def reasons_of(statuses: dict[str, Any]) -> dict[str, str]:
+    return {n: s.message() for n, s in statuses.items()}
