@@ -1,0 +1,244 @@
+"""DefaultPreemption: PostFilter (preemption), PreEnqueue (the preemption gate) and the
+cluster events that re-check gated preemptors (KEP-4832, asynchronous preemption).
+
+PostFilter runs in the scheduling cycle and makes no API call: the evaluator picks a
+node and victims on the cycle's snapshot (Filter through the framework's NodeDryRun),
+the nomination preemptor -> node goes into the nominator at once (so pods of lower or
+equal priority scheduled next cannot take the space), and the executor starts the
+background task. The preemptor is not bound in this cycle: it goes back to the queue
+with its nomination.
+
+PreEnqueue keeps the preemptor out of activeQ while its task runs, so it is not retried
+and cannot preempt the same victims twice; the gate opens once the task has recorded
+its last victim and that victim is gone from the cache or terminating (or when the task
+ends: the executor then activates the preemptor, always).
+
+Mode Sync: the same decision and the same task; the loop awaits `settle()` after the
+cycle, so the API calls are waited for before the next pod (for side-by-side numbers).
+
+The plugin needs, besides its args and the framework handle, a `PreemptionServices`
+(shared by all profiles): the executor, the schedulerNames of this process's profiles
+(victim scope), a pod lookup in the cache, and the PDB lister. Register it with
+`registry.register(names.DEFAULT_PREEMPTION, default_preemption.factory(services))`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.cache.node_view import NodeView
+from scheduler.config import names
+from scheduler.config.args import MODE_SYNC, DefaultPreemptionArgs
+from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.diagnosis import Diagnosis, FitError
+from scheduler.framework.handle import Handle
+from scheduler.framework.interfaces import PostFilterResult
+from scheduler.framework.schedule import NodeDryRun
+from scheduler.framework.status import Code, Status
+from scheduler.metrics import SchedulerMetrics
+from scheduler.model.pdb import PDBInfo
+from scheduler.model.pod import PodInfo
+from scheduler.plugins.helpers import QUEUE, SKIP, event
+from scheduler.preemption.evaluator import DryRun, Evaluator, FitCheck, NodeLike
+from scheduler.preemption.executor import PreemptionExecutor
+
+__all__ = ["MSG_WAITING", "DefaultPreemption", "PreemptionServices", "factory"]
+
+log = logging.getLogger(__name__)
+
+MSG_WAITING = "waiting for the preemption for this pod to be finished"
+
+# uid -> the pod as the cache has it now (None when gone); Cache.get_pod is one
+PodLookup = Callable[[str], PodInfo | None]
+PDBLister = Callable[[], Sequence[PDBInfo]]
+
+
+def _no_pdbs() -> Sequence[PDBInfo]:
+    return ()
+
+
+@dataclass
+class PreemptionServices:
+    """What every profile's DefaultPreemption shares."""
+
+    executor: PreemptionExecutor
+    own_schedulers: frozenset[str]
+    """schedulerNames of this process's profiles (victimScope OwnProfiles)."""
+    pod_lookup: PodLookup
+    pdbs: PDBLister = _no_pdbs
+    metrics: SchedulerMetrics | None = None
+    rand: Callable[[int], int] = field(default=random.randrange)
+
+
+class _NoNominations:
+    def nominated_pods_for_node(self, node_name: str, /) -> Iterable[PodInfo]:
+        return ()
+
+
+class DefaultPreemption:
+    name = names.DEFAULT_PREEMPTION
+
+    def __init__(
+        self, args: DefaultPreemptionArgs, handle: Handle, services: PreemptionServices
+    ) -> None:
+        self.args = args
+        self.handle = handle
+        self.services = services
+        self.executor = services.executor
+        self.evaluator = Evaluator(args, services.own_schedulers, rand=services.rand)
+        self.sync = args.mode == MODE_SYNC
+        self._to_settle: list[asyncio.Task[bool]] = []
+
+    # ------------------------------------------------------------------ PostFilter
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status]:
+        metrics = self.services.metrics
+        if metrics is not None:
+            metrics.preemption_attempts.inc()
+        if self.executor.is_running(pod.uid):
+            # normally gated; reachable only through a forced activation mid-task
+            return None, Status.unschedulable(MSG_WAITING, plugin=self.name)
+        snapshot = self.handle.snapshot
+        if snapshot is None:
+            return None, Status.from_error(
+                RuntimeError("PostFilter without a cycle snapshot"), plugin=self.name
+            )
+        nominator = self.handle.nominator
+        nominated = (nominator.nominated_node(pod) if nominator else None) or (
+            pod.nominated_node_name
+        )
+        evaluation = self.evaluator.evaluate(
+            pod,
+            diagnosis.node_to_status(),
+            snapshot,
+            nominator if nominator is not None else _NoNominations(),
+            self.services.pdbs(),
+            self._fit(state),
+            nominated_node=nominated,
+        )
+        decision = evaluation.decision
+        if decision is None:
+            status = evaluation.status
+            if not status.plugin:
+                status = Status(status.code, status.reasons, self.name, status.error)
+            if evaluation.clear_nomination:
+                if nominator is not None:
+                    nominator.remove(pod)
+                # upstream: a result with an empty node clears nominatedNodeName
+                return PostFilterResult(""), status
+            return None, status
+
+        # record the decision in memory before anything else can run
+        if nominator is not None:
+            nominator.add(pod, decision.node)
+            for lower in decision.lower_priority_nominated:
+                nominator.remove(lower)
+        if metrics is not None:
+            metrics.preemption_victims.observe(len(decision.victims))
+        message = FitError(pod, snapshot.num_nodes, diagnosis).message()
+        log.info(
+            "preemption decided preemptor=%s node=%s victims=%d pdb_violations=%d mode=%s",
+            pod.key,
+            decision.node,
+            len(decision.victims),
+            decision.num_pdb_violations,
+            self.args.mode,
+        )
+        task = self.executor.start(decision, message)
+        if self.sync:
+            self._to_settle.append(task)
+        return PostFilterResult(decision.node), Status.success()
+
+    def _fit(self, state: CycleState) -> FitCheck:
+        framework = self.handle.framework
+        nominator = self.handle.nominator
+
+        def open_dry_run(pod: PodInfo, node: NodeLike, /) -> DryRun:
+            if not isinstance(node, NodeView):
+                raise TypeError(f"expected a NodeView from the snapshot, got {type(node)!r}")
+            return NodeDryRun(framework, state, pod, node, nominator)
+
+        return open_dry_run
+
+    async def settle(self) -> None:
+        """Sync mode: await the preemption(s) started by this cycle. A no-op in Async
+        mode. The loop calls it after each cycle, before the next pop."""
+        while self._to_settle:
+            task = self._to_settle.pop()
+            await asyncio.gather(task, return_exceptions=True)
+
+    def is_preempting(self, pod: PodInfo) -> bool:
+        """A preemption task for this pod runs: it writes the pod's status (PodScheduled
+        and nominatedNodeName), so the loop must not."""
+        return self.executor.is_running(pod.uid)
+
+    # ------------------------------------------------------------------ PreEnqueue
+
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        if not self._gate_closed(pod.uid):
+            return Status.success()
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (MSG_WAITING,), self.name)
+
+    def _gate_closed(self, uid: str) -> bool:
+        if not self.executor.is_gated(uid):
+            return False
+        last = self.executor.last_victim(uid)
+        if last is None:
+            return True  # still preempting the others
+        current = self.services.pod_lookup(last.uid)
+        return current is not None and not current.is_terminating
+
+    # ------------------------------------------------------------------ events
+
+    def _after_victim_delete(self, pod: Any, old: Any, new: Any) -> Any:
+        last = self.executor.last_victim(pod.uid)
+        if not self.executor.is_gated(pod.uid):
+            return QUEUE
+        if last is not None and getattr(old, "uid", None) == last.uid:
+            return QUEUE
+        return SKIP
+
+    def _after_victim_update(self, pod: Any, old: Any, new: Any) -> Any:
+        if not self.executor.is_gated(pod.uid):
+            return QUEUE
+        last = self.executor.last_victim(pod.uid)
+        if (
+            last is not None
+            and getattr(new, "uid", None) == last.uid
+            and getattr(new, "deletion_timestamp", None) is not None
+        ):
+            return QUEUE
+        return SKIP
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Gated preemptors are re-checked when an assigned pod is deleted or updated
+        (a victim getting its deletionTimestamp is an update)."""
+        return [
+            event(EventResource.ASSIGNED_POD, ActionType.DELETE, self._after_victim_delete),
+            event(
+                EventResource.ASSIGNED_POD,
+                ActionType.UPDATE_POD_GENERATED,
+                self._after_victim_update,
+            ),
+        ]
+
+
+def factory(services: PreemptionServices) -> Callable[[Any, Handle], DefaultPreemption]:
+    """The registry factory: (args, handle) -> DefaultPreemption sharing `services`."""
+
+    def new(args: Any, handle: Handle) -> DefaultPreemption:
+        if args is None:
+            args = DefaultPreemptionArgs()
+        if not isinstance(args, DefaultPreemptionArgs):
+            raise TypeError(f"DefaultPreemption takes DefaultPreemptionArgs, got {type(args)!r}")
+        return DefaultPreemption(args, handle, services)
+
+    return new
