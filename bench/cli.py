@@ -177,7 +177,12 @@ def _run(args: argparse.Namespace) -> int:
                 _progress(f"{label}: {status}{tp_text}", True)
     print(f"bench: {total} runs in {time.monotonic() - t_start:.0f}s; results in {out}")
     if not args.no_docs:
-        written = report.write_docs(report.latest_results(RESULTS))
+        others = [
+            f
+            for f in report.latest_results(RESULTS)
+            if json.loads(f.read_text()).get("suite") != args.suite
+        ]
+        written = report.write_docs(sorted([out, *others], key=report.suite_order))
         print("bench: wrote " + ", ".join(str(p.relative_to(procs.ROOT)) for p in written))
     return 0
 

@@ -113,6 +113,8 @@ def command_for(
             str(kubeconfig),
             "--port",
             "0",
+            "--bind-address",
+            "127.0.0.1",
         ]
     raise ValueError(f"unknown scheduler {contender!r} (known: {', '.join(SCHEDULERS)})")
 

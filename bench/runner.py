@@ -440,6 +440,8 @@ def _figures(
 ) -> dict[str, Any]:
     bound = rec.bound("measured")
     measured = stats.pod_figures(created, bound)
+    # how fast the harness sent the creates: shows the creator was not the bottleneck
+    measured["create_rate"] = stats.bind_rate(list(created.values()))
     if contender == "ceiling":
         measured["throughput"] = stats.bind_rate(list(bound.values()))
         measured["latency_s"] = {k: None for k in measured["latency_s"]}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from bench import audit, stats
@@ -70,15 +72,23 @@ def test_timeline_is_cumulative() -> None:
 
 
 def test_audit_counts_each_request_once_for_the_user() -> None:
+    def ev(aid: str, verb: str, user: str, ref: dict[str, str], agent: str = "x") -> str:
+        return json.dumps(
+            {
+                "auditID": aid,
+                "verb": verb,
+                "user": {"username": user},
+                "objectRef": ref,
+                "userAgent": agent,
+            }
+        )
+
+    ks = "kube-scheduler/v1 (linux)"
     lines = [
-        '{"auditID":"1","stage":"ResponseStarted","verb":"watch","user":{"username":"%s"},'
-        '"objectRef":{"resource":"pods"},"userAgent":"kube-scheduler/v1 (linux)"}' % audit.SA_USER,
-        '{"auditID":"1","stage":"ResponseComplete","verb":"watch","user":{"username":"%s"},'
-        '"objectRef":{"resource":"pods"},"userAgent":"kube-scheduler/v1 (linux)"}' % audit.SA_USER,
-        '{"auditID":"2","verb":"create","user":{"username":"%s"},'
-        '"objectRef":{"resource":"pods","subresource":"binding"},"userAgent":"x"}' % audit.SA_USER,
-        '{"auditID":"3","verb":"create","user":{"username":"admin"},'
-        '"objectRef":{"resource":"pods"}}',
+        ev("1", "watch", audit.SA_USER, {"resource": "pods"}, ks),  # ResponseStarted
+        ev("1", "watch", audit.SA_USER, {"resource": "pods"}, ks),  # ResponseComplete
+        ev("2", "create", audit.SA_USER, {"resource": "pods", "subresource": "binding"}),
+        ev("3", "create", "admin", {"resource": "pods"}),
         "not json",
         "",
     ]
