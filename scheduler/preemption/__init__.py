@@ -1,0 +1,61 @@
+"""Preemption (KEP-4832, asynchronous by default): the pure evaluator that picks a node
+and victims inside the scheduling cycle, and the executor that makes the API calls in a
+background task. The DefaultPreemption plugin (scheduler.plugins.default_preemption)
+wires them into the framework.
+
+Public surface; `testing` holds in-memory stand-ins (ResourceFit, MemoryNominator).
+"""
+
+from scheduler.preemption.evaluator import (
+    Candidate,
+    Decision,
+    DryRun,
+    DryRunError,
+    Evaluation,
+    Evaluator,
+    FitCheck,
+    NodeLike,
+    NodeLookup,
+    NominatedPods,
+    calculate_num_candidates,
+    eligible_to_preempt,
+    importance_key,
+    pick_one_node,
+    select_victims,
+    split_by_pdb,
+)
+from scheduler.preemption.executor import (
+    RESULT_ERROR,
+    RESULT_SUCCESS,
+    EventSink,
+    ExecutorSettings,
+    ExecutorStatistics,
+    PodWriter,
+    PreemptionExecutor,
+)
+
+__all__ = [
+    "RESULT_ERROR",
+    "RESULT_SUCCESS",
+    "Candidate",
+    "Decision",
+    "DryRun",
+    "DryRunError",
+    "Evaluation",
+    "Evaluator",
+    "EventSink",
+    "ExecutorSettings",
+    "ExecutorStatistics",
+    "FitCheck",
+    "NodeLike",
+    "NodeLookup",
+    "NominatedPods",
+    "PodWriter",
+    "PreemptionExecutor",
+    "calculate_num_candidates",
+    "eligible_to_preempt",
+    "importance_key",
+    "pick_one_node",
+    "select_victims",
+    "split_by_pdb",
+]
