@@ -143,7 +143,10 @@ class NodeResourcesFit:
         if self._type in (LEAST_ALLOCATED, MOST_ALLOCATED):
             out = np.where(wsum > 0, total // np.maximum(wsum, 1), 0)
         else:
-            out = np.where(wsum > 0, np.round(total / np.maximum(wsum, 1)), 0).astype(np.int64)
+            # Go's math.Round: halves away from zero (numpy rounds halves to even)
+            out = np.where(wsum > 0, np.floor(total / np.maximum(wsum, 1) + 0.5), 0).astype(
+                np.int64
+            )
         result: IntArray = out.astype(np.int64)
         return result
 

@@ -353,7 +353,7 @@ class PodTopologySpread:
                 ext = np.pad(per_code, (0, max(0, len(col.values) + 1 - len(per_code))))
                 cnt = ext[codes]
             total += np.where(has, cnt * s.weights[i] + (c.max_skew - 1), 0.0)
-        out: IntArray = np.round(total).astype(np.int64)
+        out: IntArray = np.floor(total + 0.5).astype(np.int64)  # Go math.Round (total >= 0)
         return out
 
     def score(self, state: CycleState, pod: PodInfo, view: NodeView) -> tuple[int, Status]:

@@ -1,0 +1,174 @@
+"""Score plugins: expected scores after normalization, per-node and batch forms agree."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from builders import NodeBuilder, PodBuilder, make_framework, make_node, make_pod, make_snapshot
+
+from scheduler.framework import CycleState
+
+ZONE = "topology.kubernetes.io/zone"
+MI = 2**20
+
+
+def scores(fw: Any, pod: Any, snap: Any) -> dict[str, dict[str, int]]:
+    state = CycleState()
+    fw.handle.snapshot = snap
+    fw.run_pre_filter(state, pod, snap)
+    slots = snap.live_slots()
+    assert fw.run_pre_score(state, pod, snap, slots).ok
+    out: dict[str, dict[str, int]] = {}
+    for p in fw.score_plugins:
+        if p.name in state.skip_score:
+            continue
+        if hasattr(p, "score_batch"):
+            batch = np.asarray(p.score_batch(state, pod, snap, slots), dtype=np.int64)
+            if hasattr(p, "score"):
+                one = np.array([p.score(state, pod, snap.view(s))[0] for s in slots.tolist()])
+                assert list(one) == list(batch), p.name
+        else:
+            batch = np.array([p.score(state, pod, snap.view(s))[0] for s in slots.tolist()])
+        if hasattr(p, "normalize_scores"):
+            p.normalize_scores(state, pod, batch, slots)
+        out[p.name] = {
+            snap.view(s).name: int(v) for s, v in zip(slots.tolist(), batch, strict=True)
+        }
+    return out
+
+
+def _score(plugin: str, pod: PodBuilder, nodes: list[NodeBuilder], pods: list[PodBuilder] | None = None,
+           args: dict[str, Any] | None = None) -> dict[str, int] | None:  # fmt: skip
+    fw = make_framework([plugin], args)
+    return scores(fw, pod.obj(), make_snapshot(nodes, pods)).get(plugin)
+
+
+def test_least_allocated() -> None:
+    got = _score("NodeResourcesFit", make_pod("p").requests(cpu="1", memory="1Gi"),
+                 [make_node("a").capacity(cpu="4", memory="8Gi"),
+                  make_node("b").capacity(cpu="4", memory="8Gi")],
+                 [make_pod("e").requests(cpu="2", memory="4Gi").node("b")])  # fmt: skip
+    # a: cpu (4000-1000)*100/4000=75, mem 7/8 -> 87; (75+87)//2 = 81
+    # b: cpu 25, mem 3/8 -> 37; 31
+    assert got == {"a": 81, "b": 31}
+
+
+def test_least_allocated_uses_non_zero_defaults_for_best_effort_pods() -> None:
+    got = _score(
+        "NodeResourcesFit", make_pod("p"), [make_node("a").capacity(cpu="1", memory="1Gi")]
+    )
+    # cpu (1000-100)*100/1000 = 90, mem (1024-200)*100/1024 = 80 -> 85
+    assert got == {"a": 85}
+
+
+def test_most_allocated_and_requested_to_capacity_ratio() -> None:
+    nodes = [make_node("a").capacity(cpu="4", memory="8Gi")]
+    pod = make_pod("p").requests(cpu="1", memory="1Gi")
+    most = _score(
+        "NodeResourcesFit",
+        pod,
+        nodes,
+        args={"NodeResourcesFit": {"scoringStrategy": {"type": "MostAllocated"}}},
+    )
+    assert most == {"a": 18}  # (25 + 12) // 2
+    rtcr = _score("NodeResourcesFit", pod, nodes, args={"NodeResourcesFit": {"scoringStrategy": {
+        "type": "RequestedToCapacityRatio",
+        "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0},
+                                               {"utilization": 100, "score": 10}]}}}})  # fmt: skip
+    assert rtcr == {"a": 19}  # round half away from zero of (25 + 12) / 2
+
+
+def test_resource_weights() -> None:
+    got = _score("NodeResourcesFit", make_pod("p").requests(cpu="1", memory="1Gi"),
+                 [make_node("a").capacity(cpu="4", memory="8Gi")],
+                 args={"NodeResourcesFit": {"scoringStrategy": {"resources": [
+                     {"name": "cpu", "weight": 3}, {"name": "memory", "weight": 1}]}}})  # fmt: skip
+    assert got == {"a": (75 * 3 + 87) // 4}
+
+
+def test_balanced_allocation() -> None:
+    got = _score("NodeResourcesBalancedAllocation", make_pod("p").requests(cpu="1", memory="1Gi"),
+                 [make_node("a").capacity(cpu="4", memory="8Gi"),
+                  make_node("b").capacity(cpu="4", memory="4Gi")])  # fmt: skip
+    # a: |0.25 - 0.125| / 2 = 0.0625 -> 93; b: equal fractions -> 100
+    assert got == {"a": 93, "b": 100}
+    assert _score("NodeResourcesBalancedAllocation", make_pod("p"), [make_node("a")]) is None
+
+
+def test_taint_toleration_prefers_fewer_untolerated_prefer_no_schedule_taints() -> None:
+    got = _score("TaintToleration", make_pod("p").toleration("ok", effect="PreferNoSchedule",
+                                                             operator="Exists"),
+                 [make_node("a"), make_node("b").taint("x", "", "PreferNoSchedule"),
+                  make_node("c").taint("x", "", "PreferNoSchedule").taint("y", "", "PreferNoSchedule"),
+                  make_node("d").taint("ok", "", "PreferNoSchedule")])  # fmt: skip
+    assert got == {"a": 100, "b": 50, "c": 0, "d": 100}
+
+
+def test_node_affinity_preferred_terms() -> None:
+    got = _score("NodeAffinity",
+                 make_pod("p").preferred_node_affinity(10, "disk", "ssd").preferred_node_affinity(30, ZONE, "z1"),
+                 [make_node("a").label("disk", "ssd").zone("z1"), make_node("b").label("disk", "ssd"),
+                  make_node("c")])  # fmt: skip
+    assert got == {"a": 100, "b": 25, "c": 0}
+
+
+def test_image_locality() -> None:
+    got = _score("ImageLocality", make_pod("p").image("big:1"),
+                 [make_node("a").image("big:1", 500 * MI), make_node("b")])  # fmt: skip
+    # 500Mi * 1/2 nodes = 250Mi; 100 * (250 - 23) / (1000 - 23) = 23
+    assert got == {"a": 23, "b": 0}
+
+
+def test_inter_pod_affinity_preferred_terms_and_existing_pods() -> None:
+    nodes = [make_node("a").zone("z1"), make_node("b").zone("z1"), make_node("c").zone("z2"),
+             make_node("d").zone("z3")]  # fmt: skip
+    got = _score("InterPodAffinity",
+                 make_pod("p").labels(app="web").pod_affinity(ZONE, {"app": "db"}, weight=50)
+                 .pod_affinity(ZONE, {"app": "cache"}, weight=100, anti=True),
+                 nodes,
+                 [make_pod("db").labels(app="db").node("a"),
+                  make_pod("cache").labels(app="cache").node("d")])  # fmt: skip
+    # z1 +50, z2 0, z3 -100 -> min-max to 0..100
+    assert got == {"a": 100, "b": 100, "c": 66, "d": 0}
+    # an existing pod's required affinity to the incoming pod counts with hardPodAffinityWeight
+    got = _score("InterPodAffinity", make_pod("p").labels(app="web"), nodes,
+                 [make_pod("fan").pod_affinity(ZONE, {"app": "web"}).node("c")])  # fmt: skip
+    assert got == {"a": 0, "b": 0, "c": 100, "d": 0}
+
+
+def test_topology_spread_score_prefers_emptier_domains() -> None:
+    nodes = [make_node("a").zone("z1"), make_node("b").zone("z2"), make_node("c").zone("z3")]
+    pods = [make_pod("w1").labels(app="web").node("a"), make_pod("w2").labels(app="web").node("a"),
+            make_pod("w3").labels(app="web").node("b")]  # fmt: skip
+    got = _score("PodTopologySpread",
+                 make_pod("p").labels(app="web").spread(1, ZONE, {"app": "web"}, when="ScheduleAnyway"),
+                 nodes, pods)  # fmt: skip
+    assert got is not None
+    assert got["c"] == 100 and got["a"] < got["b"] < got["c"]
+
+
+def test_system_default_spreading_uses_the_workload_selector() -> None:
+    from scheduler.framework import Handle, InMemoryListers
+    from scheduler.model.selectors import parse_label_selector
+
+    listers = InMemoryListers()
+    listers.selectors["default/p"] = parse_label_selector({"matchLabels": {"app": "web"}}, "")
+    fw = make_framework(["PodTopologySpread"], handle=Handle.from_listers(listers))
+    snap = make_snapshot([make_node("a").zone("z1"), make_node("b").zone("z2")],
+                         [make_pod("w").labels(app="web").node("a")])  # fmt: skip
+    got = scores(fw, make_pod("p").labels(app="web").obj(), snap)["PodTopologySpread"]
+    assert got["b"] == 100 and got["a"] < 100
+    # no selector: the system defaults do not apply
+    assert "PodTopologySpread" not in scores(fw, make_pod("q").labels(app="web").obj(), snap)
+
+
+@pytest.mark.parametrize(
+    "plugin", ["NodeResourcesFit", "TaintToleration", "NodeAffinity", "ImageLocality"]
+)
+def test_scores_stay_in_range(plugin: str) -> None:
+    got = _score(plugin, make_pod("p").requests(cpu="8").preferred_node_affinity(1, "x", "y"),
+                 [make_node("a").capacity(cpu="1"), make_node("b").label("x", "y")])  # fmt: skip
+    assert got is not None
+    assert all(0 <= v <= 100 for v in got.values())
