@@ -27,7 +27,7 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.diagnosis import Diagnosis, FitError, ScheduleResult
 from scheduler.framework.interfaces import IntArray
 from scheduler.framework.runtime import Framework, _tag
-from scheduler.framework.search import SearchState
+from scheduler.framework.search import SearchState as SearchState  # re-exported
 from scheduler.framework.status import Code, Status
 from scheduler.model.pod import PodInfo
 

@@ -1,0 +1,292 @@
+"""schedule_pod, the runtime and NodeDryRun."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+import pytest
+from builders import make_framework, make_node, make_pod, make_snapshot
+
+from scheduler.cache import Nominator
+from scheduler.config import names
+from scheduler.framework import (
+    CycleState,
+    FitError,
+    Framework,
+    FrameworkError,
+    Handle,
+    NodeDryRun,
+    Profile,
+    ScheduleResult,
+    SearchState,
+    num_feasible_nodes_to_find,
+    schedule_pod,
+)
+from scheduler.framework.status import Code
+from scheduler.plugins.registry import in_tree_registry
+
+ZONE = "topology.kubernetes.io/zone"
+
+
+@pytest.mark.parametrize(
+    ("percentage", "nodes", "expected"),
+    [(0, 50, 50), (0, 100, 100), (0, 1000, 420), (0, 5000, 500), (0, 10000, 500),
+     (0, 20000, 1000), (20, 1000, 200), (100, 1000, 1000), (1, 1000, 100), (50, 99, 99)],
+)  # fmt: skip
+def test_num_feasible_nodes_to_find(percentage: int, nodes: int, expected: int) -> None:
+    assert num_feasible_nodes_to_find(percentage, nodes) == expected
+
+
+def _schedule(fw: Any, pod: Any, snap: Any, nominator: Nominator | None = None, **kw: Any) -> Any:
+    return schedule_pod(fw, CycleState(), pod, snap, nominator or Nominator(), **kw)
+
+
+def test_fit_error_message_is_upstreams() -> None:
+    fw = make_framework()
+    nodes = [make_node(f"c{i}").capacity(cpu="1") for i in range(3)]
+    nodes += [make_node(f"t{i}").taint("k", "v") for i in range(2)]
+    result = _schedule(fw, make_pod("p").requests(cpu="2").obj(), make_snapshot(nodes))
+    assert isinstance(result, FitError)
+    assert result.message() == (
+        "0/5 nodes are available: 2 node(s) had untolerated taint {k: v}, 3 Insufficient cpu."
+    )
+    d = result.diagnosis
+    assert d.unschedulable_plugins == {"TaintToleration", "NodeResourcesFit"}
+    assert d.status_of("c0").code == Code.UNSCHEDULABLE  # type: ignore[union-attr]
+    assert sorted(d.nodes_with_code(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)) == ["t0", "t1"]
+
+
+def test_a_node_failing_two_resources_counts_in_both_reasons() -> None:
+    fw = make_framework()
+    snap = make_snapshot(
+        [make_node("a").capacity(cpu="1", memory="1Gi"), make_node("b").capacity(cpu="1")]
+    )
+    result = _schedule(fw, make_pod("p").requests(cpu="2", memory="2Gi").obj(), snap)
+    assert isinstance(result, FitError)
+    assert result.message() == "0/2 nodes are available: 1 Insufficient memory, 2 Insufficient cpu."
+
+
+def test_pre_filter_rejection_and_no_nodes() -> None:
+    from scheduler.framework import InMemoryListers
+
+    fw = make_framework(handle=Handle.from_listers(InMemoryListers()))
+    result = _schedule(fw, make_pod("p").pvc("data").obj(), make_snapshot([make_node("a")]))
+    assert isinstance(result, FitError)
+    assert result.message() == '0/1 nodes are available: persistentvolumeclaim "data" not found.'
+    assert result.diagnosis.status_of("a").code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE  # type: ignore[union-attr]
+    empty = _schedule(fw, make_pod("p").obj(), make_snapshot([]))
+    assert isinstance(empty, FitError) and empty.message() == "no nodes available to schedule pods"
+
+
+def test_post_filter_message_is_appended() -> None:
+    fw = make_framework()
+    result = _schedule(fw, make_pod("p").requests(cpu="9").obj(), make_snapshot([make_node("a")]))
+    assert isinstance(result, FitError)
+    result.diagnosis.post_filter_msg = "preemption: not eligible"
+    assert (
+        result.message() == "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible."
+    )
+
+
+def test_picks_the_least_allocated_node() -> None:
+    fw = make_framework()
+    snap = make_snapshot([make_node("a"), make_node("b"), make_node("c")],
+                         [make_pod("x").requests(cpu="3").node("a"),
+                          make_pod("y").requests(cpu="1").node("c")])  # fmt: skip
+    result = _schedule(fw, make_pod("p").requests(cpu="500m").obj(), snap)
+    assert result == ScheduleResult("b", 3, 3)
+
+
+def test_search_rotates_and_stops_at_enough_feasible_nodes() -> None:
+    fw = make_framework(percentage=50)
+    snap = make_snapshot([make_node(f"n{i:03}") for i in range(300)])
+    search = SearchState()
+    r1 = _schedule(fw, make_pod("p").obj(), snap, search=search)
+    assert isinstance(r1, ScheduleResult) and (r1.evaluated, r1.feasible) == (150, 150)
+    assert search.next_start == 150
+    r2 = _schedule(fw, make_pod("p").obj(), snap, search=search)
+    assert isinstance(r2, ScheduleResult) and search.next_start == 0
+    assert int(r1.node[1:]) < 150 <= int(r2.node[1:])
+
+
+def test_rotation_counts_rejected_nodes_as_processed() -> None:
+    fw = make_framework(percentage=1)  # at least 100 feasible
+    nodes = [
+        make_node(f"n{i:03}").taint("k") if i < 50 else make_node(f"n{i:03}") for i in range(300)
+    ]
+    search = SearchState()
+    r = _schedule(fw, make_pod("p").obj(), make_snapshot(nodes), search=search)
+    assert isinstance(r, ScheduleResult)
+    assert (r.evaluated, r.feasible) == (150, 100)
+    assert search.next_start == 150
+
+
+def test_ties_are_broken_at_random() -> None:
+    fw = make_framework()
+    snap = make_snapshot([make_node("a"), make_node("b")])
+    seen = set()
+    for seed in range(40):
+        r = _schedule(fw, make_pod("p").obj(), snap, search=SearchState(rng=random.Random(seed)))
+        assert isinstance(r, ScheduleResult)
+        seen.add(r.node)
+    assert seen == {"a", "b"}
+
+
+def test_nominated_pods_of_higher_or_equal_priority_hold_their_space() -> None:
+    fw = make_framework()
+    snap = make_snapshot([make_node("a").capacity(cpu="2")])
+    nom = Nominator()
+    big = make_pod("big").priority(100).requests(cpu="2").obj()
+    nom.add(big, "a")
+    low = make_pod("low").priority(10).requests(cpu="1").obj()
+    result = _schedule(fw, low, snap, nom)
+    assert isinstance(result, FitError)
+    assert result.message() == "0/1 nodes are available: 1 Insufficient cpu."
+    # a pod of higher priority ignores the lower nomination
+    high = make_pod("high").priority(200).requests(cpu="1").obj()
+    assert _schedule(fw, high, snap, nom) == ScheduleResult("a", 1, 1)
+    # the nominated pod itself is not counted twice
+    assert _schedule(fw, big, snap, nom) == ScheduleResult("a", 1, 1)
+
+
+def test_nominated_pods_rule_needs_both_passes() -> None:
+    """Affinity satisfied only by a nominated pod: passes with it, fails without it."""
+    fw = make_framework()
+    snap = make_snapshot([make_node("a").zone("z1"), make_node("b").zone("z2")],
+                         [make_pod("db").labels(app="db").node("b")])  # fmt: skip
+    nom = Nominator()
+    nom.add(make_pod("db2").labels(app="db").priority(5).obj(), "a")
+    pod = make_pod("p").pod_affinity(ZONE, {"app": "db"}).obj()
+    assert _schedule(fw, pod, snap, nom) == ScheduleResult("b", 2, 1)
+
+
+def test_nominated_node_is_tried_first() -> None:
+    fw = make_framework()
+    snap = make_snapshot([make_node("a"), make_node("b"), make_node("c")])
+    assert _schedule(fw, make_pod("p").nominated("c").obj(), snap) == ScheduleResult("c", 1, 1)
+    snap2 = make_snapshot([make_node("a"), make_node("b"), make_node("c").taint("k")])
+    r = _schedule(fw, make_pod("p").nominated("c").obj(), snap2)
+    assert isinstance(r, ScheduleResult) and r.node != "c"
+
+
+def test_pre_filter_result_narrows_candidates() -> None:
+    fw = make_framework()
+    snap = make_snapshot([make_node("a"), make_node("b")])
+    pod = (
+        make_pod("p")
+        .node_affinity_term([], [{"key": "metadata.name", "operator": "In", "values": ["b"]}])
+        .requests(cpu="9")
+    )
+    r = _schedule(fw, pod.obj(), snap)
+    assert isinstance(r, FitError)
+    assert r.message() == (
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+    )
+    ok = make_pod("p").node_affinity_term(
+        [], [{"key": "metadata.name", "operator": "In", "values": ["b"]}]
+    )
+    assert _schedule(fw, ok.obj(), snap) == ScheduleResult("b", 1, 1)
+
+
+def test_node_dry_run_removes_victims_and_keeps_pre_filter_state_in_step() -> None:
+    fw = make_framework()
+    victim = make_pod("v").labels(app="web").requests(cpu="3").priority(1).node("a").obj()
+    other = make_pod("o").requests(cpu="500m").node("b").obj()
+    from scheduler.cache import Cache
+
+    cache = Cache()
+    cache.add_node(make_node("a").zone("z1").obj())
+    cache.add_node(make_node("b").zone("z2").obj())
+    cache.add_pod(victim)
+    cache.add_pod(other)
+    snap = cache.new_snapshot()
+    pod = make_pod("p").priority(100).requests(cpu="2").pod_affinity(
+        "kubernetes.io/hostname", {"app": "web"}, anti=True).obj()  # fmt: skip
+    state = CycleState()
+    assert fw.run_pre_filter(state, pod, snap)[1].ok
+    view = snap.get("a")
+    assert view is not None
+    assert not fw.run_filter(state, pod, view).ok
+    run = NodeDryRun(fw, state, pod, view, Nominator())
+    assert run.remove_pod(victim).ok
+    assert run.filter().ok
+    # the original view and state are untouched
+    assert len(view.pods) == 1 and not fw.run_filter(state, pod, view).ok
+    assert run.add_pod(victim).ok
+    st = run.filter()
+    assert st.code == Code.UNSCHEDULABLE and st.plugin == "NodeResourcesFit"
+
+
+def test_multi_point_expansion_weights_and_errors() -> None:
+    fw = make_framework()
+    assert [p.name for p in fw.score_plugins] == [
+        "TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread",
+        "InterPodAffinity", "NodeResourcesBalancedAllocation", "ImageLocality",
+    ]  # fmt: skip
+    assert fw.weights == {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1,
+                          "PodTopologySpread": 2, "InterPodAffinity": 2,
+                          "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}  # fmt: skip
+    assert [p.name for p in fw.filter_plugins][:3] == [
+        "NodeUnschedulable",
+        "NodeName",
+        "TaintToleration",
+    ]
+    assert fw.queue_sort_plugin.name == "PrioritySort"
+    assert [p.name for p in fw.pre_enqueue_plugins] == ["SchedulingGates"]
+    specific = Framework(
+        Profile(plugins={
+            names.MULTI_POINT: (names.PluginRef("NodeResourcesFit"), names.PluginRef("ImageLocality")),
+            names.SCORE: (names.PluginRef("ImageLocality", 5),),
+        }),
+        in_tree_registry(),
+    )  # fmt: skip
+    assert [p.name for p in specific.score_plugins] == ["ImageLocality", "NodeResourcesFit"]
+    assert specific.weights == {"ImageLocality": 5, "NodeResourcesFit": 1}
+    with pytest.raises(FrameworkError, match="not registered"):
+        Framework(Profile(), in_tree_registry())  # DefaultPreemption comes from another layer
+    with pytest.raises(FrameworkError, match="does not extend"):
+        Framework(
+            Profile(plugins={names.SCORE: (names.PluginRef("NodePorts"),)}), in_tree_registry()
+        )
+
+
+def test_every_rejecting_plugin_registers_events() -> None:
+    fw = make_framework()
+    events = fw.events_to_register()
+    for p in fw.filter_plugins + fw.pre_enqueue_plugins:
+        assert events.get(p.name), p.name
+
+
+def test_pre_enqueue_and_queue_sort() -> None:
+    fw = make_framework()
+    st = fw.run_pre_enqueue(make_pod("p").gate("a").gate("b").obj())
+    assert st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert st.message() == "waiting for scheduling gates: [a b]"
+    assert fw.run_pre_enqueue(make_pod("p").obj()).ok
+
+    class Q:
+        def __init__(self, priority: int, ts: float) -> None:
+            self.pod = make_pod("q").priority(priority).obj()
+            self.timestamp = ts
+
+    assert fw.queue_sort_less(Q(10, 5.0), Q(1, 1.0))
+    assert fw.queue_sort_less(Q(1, 1.0), Q(1, 2.0))
+    assert not fw.queue_sort_less(Q(1, 2.0), Q(1, 1.0))
+
+
+def test_default_binder_calls_the_handle_binder() -> None:
+    calls: list[tuple[str, str]] = []
+
+    async def binder(pod: Any, node: str) -> None:
+        calls.append((pod.key, node))
+        if node == "bad":
+            raise RuntimeError("conflict")
+
+    fw = make_framework(handle=Handle(binder=binder))
+    pod = make_pod("p").obj()
+    assert asyncio.run(fw.run_bind(CycleState(), pod, "n1")).ok
+    st = asyncio.run(fw.run_bind(CycleState(), pod, "bad"))
+    assert st.code == Code.ERROR and "conflict" in st.message()
+    assert calls == [("default/p", "n1"), ("default/p", "bad")]
