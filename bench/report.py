@@ -64,6 +64,7 @@ def summarize(runs: Iterable[dict[str, Any]]) -> dict[tuple[str, str], dict[str,
             "ok": len(good),
             "errors": [r["error"] for r in rs if r.get("error")],
         }
+        s["by_call"] = (_get(good[0], "api_calls", "by_call") or {}) if good else {}
         for name, path in FIELDS.items():
             s[name] = median(_get(r, *path) for r in good)
             s[name + "_all"] = [_get(r, *path) for r in good]
@@ -182,6 +183,17 @@ def render_suite(doc: dict[str, Any], source: str, images: Sequence[str] = ()) -
                         f"| {w} | {s} | {_x(r['throughput_vs_upstream'])} | "
                         f"{_x(r['p99_vs_upstream'])} | {_x(r['victims_vs_upstream'])} |"
                     )
+    lines += ["", "API calls of each contender, by verb and resource (first complete "
+              "repetition; the informers' LIST/WATCH calls are counted once each):", "",
+              "| workload | scheduler | calls |", "|---|---|---|"]
+    for w in workloads:
+        for s in schedulers:
+            row = summary.get((w, s))
+            if row and row["by_call"]:
+                top = sorted(row["by_call"].items(), key=lambda kv: -kv[1])
+                main = [f"{k} {v}" for k, v in top if not k.startswith(("watch ", "list "))]
+                rest = sum(v for k, v in top if k.startswith(("watch ", "list ")))
+                lines.append(f"| {w} | {s} | {', '.join(main[:6])}; list/watch {rest} |")
     errors = [(k, e) for k, row in summary.items() for e in row["errors"]]
     if errors:
         lines += ["", "Runs that did not complete:", ""]

@@ -361,7 +361,10 @@ async def run_one(
 
             t0 = time.monotonic()
             stop_churn = asyncio.Event()
-            churner = asyncio.create_task(churn(api, w, churned, stop_churn))
+            # the ceiling measures binding alone: no churn for it
+            churner = asyncio.create_task(
+                churn(api, w, churned, stop_churn) if contender != "ceiling" else asyncio.sleep(0)
+            )
             creator = None
             if contender != "ceiling":
                 creator = asyncio.create_task(
