@@ -165,7 +165,11 @@ def _run(args: argparse.Namespace) -> int:
             for c in contenders:
                 i += 1
                 label = f"[{i}/{total}] {w.name} x {c} (rep {rep + 1})"
-                r = asyncio.run(run_one(w, c, opts, _progress, label))
+                try:
+                    r = asyncio.run(run_one(w, c, opts, _progress, label))
+                except KeyboardInterrupt:
+                    print(f"\nbench: interrupted; {len(doc['runs'])} finished runs in {out}")
+                    return 130
                 r["rep"] = rep
                 doc["runs"].append(r)
                 doc["elapsed_s"] = round(time.monotonic() - t_start, 1)

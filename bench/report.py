@@ -183,9 +183,14 @@ def render_suite(doc: dict[str, Any], source: str, images: Sequence[str] = ()) -
                         f"| {w} | {s} | {_x(r['throughput_vs_upstream'])} | "
                         f"{_x(r['p99_vs_upstream'])} | {_x(r['victims_vs_upstream'])} |"
                     )
-    lines += ["", "API calls of each contender, by verb and resource (first complete "
-              "repetition; the informers' LIST/WATCH calls are counted once each):", "",
-              "| workload | scheduler | calls |", "|---|---|---|"]
+    lines += [
+        "",
+        "API calls of each contender, by verb and resource (first complete "
+        "repetition; the informers' LIST/WATCH calls are counted once each):",
+        "",
+        "| workload | scheduler | calls |",
+        "|---|---|---|",
+    ]
     for w in workloads:
         for s in schedulers:
             row = summary.get((w, s))
@@ -317,6 +322,36 @@ def _plots(doc: dict[str, Any], folder: Path) -> list[Path]:
         fig.tight_layout()
         path = folder / f"{doc['suite']}-{name}.png"
         fig.savefig(path, dpi=90)
+        plt.close(fig)
+        out.append(path)
+
+    # measured pods bound over time, first complete repetition of each contender
+    first: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in doc["runs"]:
+        if r.get("ok") and r.get("timeline"):
+            first.setdefault((r["workload"]["name"], r["scheduler"]), r)
+    if first:
+        cols = min(3, len(workloads))
+        rows = (len(workloads) + cols - 1) // cols
+        fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+        for i, w in enumerate(workloads):
+            ax = axes[i // cols][i % cols]
+            for s in schedulers:
+                r = first.get((w, s))
+                if r:
+                    xs, ys = zip(*r["timeline"], strict=True)
+                    ax.plot(xs, ys, label=s, color=colors.get(s))
+            ax.set_title(w, fontsize=10)
+            ax.set_xlabel("s after first create (ceiling: first bind)", fontsize=8)
+            ax.set_ylabel("measured pods bound", fontsize=8)
+            ax.grid(alpha=0.3)
+        for j in range(len(workloads), rows * cols):
+            axes[j // cols][j % cols].axis("off")
+        axes[0][0].legend(fontsize=8)
+        fig.suptitle(f"Measured pods bound over time (suite {doc['suite']})")
+        fig.tight_layout()
+        path = folder / f"{doc['suite']}-timeline.png"
+        fig.savefig(path, dpi=80)
         plt.close(fig)
         out.append(path)
 

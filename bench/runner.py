@@ -450,6 +450,9 @@ def _figures(
         measured["latency_s"] = {k: None for k in measured["latency_s"]}
     preemptor_role = {"preemption-basic": "measured", "preemption-async": "churn"}.get(w.kind)
     out: dict[str, Any] = {"measured": measured}
+    if bound:
+        origin = min(bound.values()) if contender == "ceiling" else min(created.values())
+        out["timeline"] = stats.timeline(list(bound.values()), origin, step=0.25)
     if w.churn_role:
         out["churn"] = stats.pod_figures(churned, rec.bound("churn"))
     if preemptor_role and contender != "ceiling":

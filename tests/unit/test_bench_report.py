@@ -35,6 +35,7 @@ def _run(
         },
         "process": {"cpu_s_measured": 1.5, "cpu_s_total": 2.0, "peak_rss_mib": 80.0},
         "api_calls": {"per_scheduled_pod": 2.0},
+        "timeline": [(0.0, 0), (0.25, 40), (0.5, 100)],
     }
     if victims is not None:
         r["preemption"] = {
@@ -128,7 +129,12 @@ def test_write_docs_makes_page_and_plots(tmp_path: Path) -> None:
     written = report.write_docs([f], page, tmp_path / "docs" / "benchmarks")
     assert written[0] == page
     pngs = written[1:]
-    assert {p.name for p in pngs} == {"smoke-throughput.png", "smoke-p99.png", "smoke-cpu.png"}
+    assert {p.name for p in pngs} == {
+        "smoke-timeline.png",
+        "smoke-throughput.png",
+        "smoke-p99.png",
+        "smoke-cpu.png",
+    }
     assert all(p.read_bytes()[:4] == b"\x89PNG" for p in pngs)
     text = page.read_text()
     assert text.startswith("# Benchmarks") and "](benchmarks/smoke-throughput.png)" in text
