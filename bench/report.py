@@ -249,11 +249,42 @@ Workloads (bench/workloads.py; modelled on test/integration/scheduler_perf):
 - **Unschedulable**: 9-CPU pods that fit nowhere, created at 5/s, alongside measured
   plain pods.
 
+The `smoke` suite (50 nodes) is for a quick check of everything, about 10 s per run
+(most of it starting the cluster); `default` is sized for a 2-core machine: 500 nodes,
+as upstream's 500Nodes variants. Upstream's 5000-node sizes were not run on this machine
+(`--nodes 5000` scales any suite, with the init pods in proportion).
+
 """
 
 
+def render_suites_table() -> str:
+    """The suites as bench/workloads.py defines them (`--nodes`/`--pods` rescale them)."""
+    from bench.workloads import SUITES
+
+    lines = [
+        "| suite | workload | nodes | init pods | measured pods | churn | deadline |",
+        "|---|---|---:|---:|---:|---|---:|",
+    ]
+    for name, ws in SUITES.items():
+        for w in ws:
+            churn = (
+                f"{w.churn_role} {w.churn_per_second:g}/s, at most {w.churn_max}"
+                if w.churn_role
+                else "-"
+            )
+            lines.append(
+                f"| {name} | {w.name} | {w.nodes} | {w.init_pods} | "
+                f"{w.measured_pods} | {churn} | {w.timeout_s:.0f} s |"
+            )
+    return "\n".join(lines) + "\n\n"
+
+
 def render_markdown(docs: Sequence[tuple[dict[str, Any], str, Sequence[str]]]) -> str:
-    return HEADER + "\n".join(render_suite(d, src, imgs) for d, src, imgs in docs)
+    return (
+        HEADER
+        + render_suites_table()
+        + "\n".join(render_suite(d, src, imgs) for d, src, imgs in docs)
+    )
 
 
 def latest_results(folder: Path) -> list[Path]:
