@@ -90,6 +90,12 @@ def _cluster_down(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run(args: argparse.Namespace) -> int:
+    from scheduler.app import run_scheduler
+
+    return run_scheduler(args)
+
+
 def _demo(args: argparse.Namespace) -> int:
     from scheduler.demo import run_demo
 
@@ -104,6 +110,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
+    run = sub.add_parser("run", help="run the scheduler (the main job)")
+    run.add_argument(
+        "--config", help="KubeSchedulerConfiguration YAML file (default: built-in defaults)"
+    )
+    run.add_argument(
+        "--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)"
+    )
+    run.add_argument(
+        "--bind-address", default="0.0.0.0", help="address of /metrics and the health endpoints"
+    )
+    run.add_argument(
+        "--port", type=int, default=10251, help="port of /metrics and the health endpoints (0: any)"
+    )
+    le = run.add_mutually_exclusive_group()
+    le.add_argument(
+        "--leader-elect",
+        dest="leader_elect",
+        action="store_true",
+        default=None,
+        help="elect a leader through a Lease (overrides leaderElection.leaderElect)",
+    )
+    le.add_argument("--no-leader-elect", dest="leader_elect", action="store_false")
+    run.add_argument(
+        "--write-config-to", help="write the effective configuration to this file and exit"
+    )
+    run.add_argument("-v", "--v", dest="verbosity", type=int, default=2, help="log verbosity 0-5")
+    run.set_defaults(func=_run)
 
     demo = sub.add_parser(
         "demo", help="bring up a local cluster, run the scheduler and a demo workload"

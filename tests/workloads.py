@@ -45,7 +45,7 @@ def mixed_pods(rng: random.Random) -> list[tuple[str, dict[str, Any]]]:
     def add(ns: str, name: str, **kw: Any) -> None:
         out.append((ns, pod_manifest(name, **kw)))
 
-    for i in range(520):
+    for i in range(600):
         add("mixed-a", f"plain-{i}", cpu=f"{rng.choice([50, 100, 200, 300, 500])}m",
             memory=f"{rng.choice([32, 64, 128, 256, 512])}Mi")  # fmt: skip
     for i in range(100):

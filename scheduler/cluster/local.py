@@ -9,9 +9,11 @@ path, so a reused pid is never hit) and removes nothing but what `up` made.
 Why these flags:
 - `--authorization-mode=Node,RBAC`: RBAC is enforced, so the chart's roles are tested
   for real.
-- `--disable-admission-plugins=ServiceAccount`: pods created right after their namespace
-  would otherwise race the controller that makes the `default` ServiceAccount (upstream's
-  scheduler_perf does the same). TokenRequest still works.
+- `--disable-admission-plugins=ServiceAccount,TaintNodesByCondition`: pods created right
+  after their namespace would otherwise race the controller that makes the `default`
+  ServiceAccount (upstream's scheduler_perf does the same; TokenRequest still works); and
+  new nodes would get a `node.kubernetes.io/not-ready` taint that only the (disabled)
+  node-lifecycle controller removes.
 - kube-controller-manager without the node-lifecycle and taint-eviction controllers: kwok
   nodes keep no leases fresh, and we do not want nodes tainted under the tests' feet. Its
   disruption controller computes PodDisruptionBudget status, which preemption needs.
@@ -257,7 +259,7 @@ class LocalCluster:
                 f"--service-account-key-file={p.sa_pub}",
                 f"--service-account-signing-key-file={p.sa_key}",
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
-                "--disable-admission-plugins=ServiceAccount",
+                "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
                 "--allow-privileged=true",
                 "--profiling=false",
                 # the default reconciler refuses a loopback advertise address

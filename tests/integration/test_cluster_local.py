@@ -31,6 +31,7 @@ def test_apiserver_readyz_is_ok_and_every_kwok_node_is_ready(cluster: ClusterHan
         ready = [c for c in n["status"]["conditions"] if c["type"] == "Ready"]
         assert ready and ready[0]["status"] == "True", n["metadata"]["name"]
         assert n["status"]["allocatable"]["cpu"] == "4"
+        assert not n["spec"].get("taints"), "a fresh kwok node must carry no taint"
         assert n["metadata"]["labels"]["topology.kubernetes.io/zone"].startswith("zone-")
 
 

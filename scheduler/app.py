@@ -1,0 +1,437 @@
+"""The scheduler process: wiring of config, client, informers, cache, queue, frameworks,
+the scheduling loop, the health/metrics server and leader election.
+
+Start-up order: config (exit 2 on any problem, before touching the cluster) ->
+connection -> informers (all replicas keep caches warm) -> server -> wait for caches ->
+leader election (if enabled) -> queue and loop run while leading.
+
+Shutdown (SIGTERM/SIGINT), in order: /readyz starts failing; the loop stops taking pods;
+in-flight binds get a grace period, then are cancelled (each cancel forgets its
+assumption); preemption tasks likewise; events are flushed; the lease is released so a
+follower takes over at once; informers stop; the connection closes.
+
+Losing the lease while leading ends the process with exit code 1, as kube-scheduler
+does: the Deployment restarts it as a follower with fresh state. Scheduling stops the
+moment renewal fails, before the lease could be taken by another replica.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import sys
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.cache import Cache, Nominator
+from scheduler.client.connection import Connection, ConnectionSettings
+from scheduler.client.dispatcher import Dispatcher, DispatcherSettings
+from scheduler.client.events import EventRecorder, pod_ref
+from scheduler.client.informer import NODES, PODS, Informer, Resource
+from scheduler.config import (
+    ConfigError,
+    SchedulerConfiguration,
+    default_config,
+    load_config,
+    write_config,
+)
+from scheduler.config import names as plugin_names
+from scheduler.eventhandlers import NodeEventHandler, PodEventHandler, raw_pod_summary
+from scheduler.framework.handle import Handle, InMemoryListers
+from scheduler.framework.registry import Registry
+from scheduler.framework.runtime import Framework
+from scheduler.framework.runtime import Profile as FrameworkProfile
+from scheduler.leader import LeaderElectionSettings, LeaderElector
+from scheduler.loop import SchedulingLoop, StatusWriter
+from scheduler.metrics import SchedulerMetrics
+from scheduler.model import (
+    NodeInfo,
+    PodInfo,
+    namespace_from_dict,
+    node_from_dict,
+    pod_from_dict,
+    pv_from_dict,
+    pvc_from_dict,
+    storage_class_from_dict,
+)
+from scheduler.model.pdb import PDBInfo, pdb_from_dict
+from scheduler.plugins import default_preemption
+from scheduler.plugins.default_preemption import PreemptionServices
+from scheduler.plugins.registry import in_tree_registry
+from scheduler.preemption import PreemptionExecutor
+from scheduler.queue import SchedulingQueue
+from scheduler.server import HealthServer
+
+log = logging.getLogger(__name__)
+
+EXIT_OK = 0
+EXIT_RUNTIME = 1
+EXIT_BAD_INPUT = 2
+SHUTDOWN_GRACE = 10.0
+# pods in a terminal phase hold no resources and need no scheduling
+POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+
+NAMESPACES = Resource("", "v1", "namespaces")
+PVCS = Resource("", "v1", "persistentvolumeclaims")
+PVS = Resource("", "v1", "persistentvolumes")
+STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses")
+PDBS = Resource("policy", "v1", "poddisruptionbudgets")
+
+
+@dataclass
+class RunOptions:
+    kubeconfig: str | None = None
+    bind_address: str = "0.0.0.0"
+    port: int = 10251
+    leader_elect: bool | None = None  # None: as the config says
+    identity: str = ""
+
+
+class _ListerFeed:
+    """Informer handler that keeps one kind of record in the shared listers."""
+
+    def __init__(self, put: Callable[[Any], object], drop: Callable[[Any], object]) -> None:
+        self._put = put
+        self._drop = drop
+
+    def on_add(self, obj: Any) -> None:
+        self._put(obj)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        self._put(new)
+
+    def on_delete(self, obj: Any) -> None:
+        self._drop(obj)
+
+
+def framework_profile(cfg: SchedulerConfiguration, index: int) -> FrameworkProfile:
+    p = cfg.profiles[index]
+    plugins = {point: tuple(refs) for point, refs in p.extension_points.items()}
+    args = {pc.name: pc.args for pc in p.plugin_config if pc.args is not None}
+    return FrameworkProfile(
+        scheduler_name=p.scheduler_name,
+        plugins=plugins,
+        plugin_args=args,
+        percentage_of_nodes_to_score=p.percentage_of_nodes_to_score,
+    )
+
+
+class SchedulerApp:
+    def __init__(
+        self, cfg: SchedulerConfiguration, connection: Connection, options: RunOptions
+    ) -> None:
+        self.cfg = cfg
+        self.connection = connection
+        self.options = options
+        self.identity = options.identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+        self.metrics = SchedulerMetrics()
+        m = self.metrics
+        cc = cfg.client_connection
+        self.dispatcher = Dispatcher(
+            connection,
+            DispatcherSettings(qps=cc.qps, burst=cc.burst),
+            on_request=lambda verb, res, code: m.api_requests.labels(
+                verb=verb, resource=res, code=code
+            ).inc(),
+        )
+        names = [p.scheduler_name for p in cfg.profiles]
+        self.events = EventRecorder(
+            self.dispatcher, reporting_controller=names[0], reporting_instance=self.identity
+        )
+        self.cache = Cache()
+        self.nominator = Nominator()
+        self.listers = InMemoryListers()
+        self.frameworks: dict[str, Framework] = {}
+        self.pdb_informer: Informer[PDBInfo] = Informer(
+            connection,
+            PDBS,
+            pdb_from_dict,
+            _ListerFeed(lambda o: None, lambda o: None),
+            name="pdbs",
+        )
+        self.executor = PreemptionExecutor(
+            self.dispatcher,
+            self.events,
+            activate=lambda pods: self.queue.activate(pods),
+            reject_waiting=self._reject_waiting,
+            metrics=m,
+        )
+        services = PreemptionServices(
+            executor=self.executor,
+            own_schedulers=frozenset(names),
+            pod_lookup=self.cache.get_pod,
+            pdbs=self.pdb_informer.list,
+            metrics=m,
+        )
+        registry = in_tree_registry().merge(
+            Registry({plugin_names.DEFAULT_PREEMPTION: default_preemption.factory(services)})
+        )
+        for i, prof in enumerate(cfg.profiles):
+            handle = Handle.from_listers(self.listers, binder=self._bind)
+            self.frameworks[prof.scheduler_name] = Framework(
+                framework_profile(cfg, i),
+                registry,
+                handle,
+                global_percentage_of_nodes_to_score=cfg.percentage_of_nodes_to_score,
+            )
+        first = self.frameworks[names[0]]
+        events_to_register: dict[str, list[Any]] = {}
+        for fwk in self.frameworks.values():
+            for plugin, evs in fwk.events_to_register().items():
+                events_to_register.setdefault(plugin, []).extend(evs)
+        self.queue: SchedulingQueue[PodInfo] = SchedulingQueue(
+            less=first.queue_sort_less,
+            pre_enqueue=self._pre_enqueue,
+            events_to_register=events_to_register,
+            pod_initial_backoff=float(cfg.pod_initial_backoff_seconds),
+            pod_max_backoff=float(cfg.pod_max_backoff_seconds),
+            metrics=m,
+        )
+        self.pod_handler = PodEventHandler(self.cache, self.queue, self.nominator, names)
+        self.node_handler = NodeEventHandler(self.cache, self.queue)
+        self.pod_informer: Informer[PodInfo] = Informer(
+            connection, PODS, pod_from_dict, self.pod_handler,
+            field_selector=POD_FIELD_SELECTOR, on_transform_error=self._bad_pod, name="pods",
+        )  # fmt: skip
+        self.node_informer: Informer[NodeInfo] = Informer(
+            connection, NODES, node_from_dict, self.node_handler, name="nodes"
+        )
+        ls = self.listers
+        self.other_informers: list[Informer[Any]] = [
+            self.pdb_informer,
+            Informer(connection, NAMESPACES, namespace_from_dict,
+                     _ListerFeed(ls.set_namespace, lambda o: ls.namespaces.pop(o.name, None))),
+            Informer(connection, PVCS, pvc_from_dict,
+                     _ListerFeed(ls.set_pvc, lambda o: ls.pvcs.pop(o.key, None))),
+            Informer(connection, PVS, pv_from_dict,
+                     _ListerFeed(ls.set_pv, lambda o: ls.pvs.pop(o.name, None))),
+            Informer(connection, STORAGE_CLASSES, storage_class_from_dict,
+                     _ListerFeed(ls.set_storage_class,
+                                 lambda o: ls.storage_classes.pop(o.name, None))),
+        ]  # fmt: skip
+        self.status_writer = StatusWriter(self.dispatcher.patch_pod_status, self.dispatcher.submit)
+        self.loop = SchedulingLoop(
+            cache=self.cache,
+            queue=self.queue,
+            nominator=self.nominator,
+            frameworks=self.frameworks,
+            events=self.events,
+            status_writer=self.status_writer,
+            metrics=m,
+            is_pending=self._is_pending,
+        )
+        self.server = HealthServer(m.registry, host=options.bind_address, port=options.port)
+        self.server.add_readiness_check("sched-handler-sync", self._synced_check)
+        le = cfg.leader_election
+        self.leader_elect = (
+            le.leader_elect if options.leader_elect is None else options.leader_elect
+        )
+        self.elector: LeaderElector | None = None
+        if self.leader_elect:
+            self.elector = LeaderElector(
+                self.dispatcher,
+                LeaderElectionSettings(
+                    namespace=le.resource_namespace,
+                    name=le.resource_name,
+                    identity=self.identity,
+                    lease_duration=le.lease_duration,
+                    renew_deadline=le.renew_deadline,
+                    retry_period=le.retry_period,
+                ),
+                on_started_leading=self._started_leading,
+                on_stopped_leading=self._stopped_leading,
+            )
+            self.server.add_health_check("leaderElection", self.elector.healthz)
+        self._leading = asyncio.Event()
+        self._lost_lease = False
+        self._stop = asyncio.Event()
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    # ------------------------------------------------------------------ callbacks
+    async def _bind(self, pod: PodInfo, node: str) -> None:
+        await self.dispatcher.bind(pod.namespace, pod.name, pod.uid, node)
+
+    def _pre_enqueue(self, pod: PodInfo) -> Any:
+        fwk = self.frameworks.get(pod.scheduler_name)
+        from scheduler.framework.status import Status
+
+        return fwk.run_pre_enqueue(pod) if fwk is not None else Status.success()
+
+    def _reject_waiting(self, pod: PodInfo, message: str) -> bool:
+        waiting = self.loop.waiting.get(pod.uid)
+        if waiting is None:
+            return False
+        waiting.reject(plugin_names.DEFAULT_PREEMPTION, message)
+        return True
+
+    def _is_pending(self, pod: PodInfo) -> bool:
+        current = self.pod_informer.get(pod.key)
+        return current is not None and current.uid == pod.uid and not current.node_name
+
+    def _bad_pod(self, raw: dict[str, Any], exc: Exception) -> None:
+        ns, name, uid, scheduler_name, node = raw_pod_summary(raw)
+        if node or scheduler_name not in self.frameworks or not name:
+            log.warning("cannot read pod %s/%s: %s", ns, name, exc)
+            return
+        message = f"the scheduler cannot understand this pod: {exc}"
+        log.warning("invalid pod=%s/%s err=%s", ns, name, exc)
+        self.events.event(
+            pod_ref(ns, name, uid), "Warning", "FailedScheduling", "Scheduling", message
+        )
+
+    def _synced_check(self) -> str | None:
+        informers = self._informers()
+        if all(i.has_synced for i in informers):
+            return None
+        return "waiting for handlers to sync"
+
+    def _started_leading(self) -> None:
+        log.info("became leader identity=%s", self.identity)
+        self._leading.set()
+
+    def _stopped_leading(self) -> None:
+        if self._stop.is_set():
+            return
+        log.error("lost the lease; stopping scheduling identity=%s", self.identity)
+        self._lost_lease = True
+        self.loop.stop()
+        self.queue.close()
+        self._stop.set()
+
+    def _informers(self) -> list[Informer[Any]]:
+        return [self.pod_informer, self.node_informer, *self.other_informers]
+
+    # ------------------------------------------------------------------ run
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def run(self) -> int:
+        informers = self._informers()
+        for inf in informers:
+            self._tasks.append(asyncio.create_task(inf.run(), name=f"informer-{inf.name}"))
+        self._tasks.append(self.events.start())
+        await self.server.start()
+        log.info("serving health and metrics on %s", self.server.url)
+        stop_wait: asyncio.Future[Any] = asyncio.create_task(self._stop.wait())
+        synced: asyncio.Future[Any] = asyncio.ensure_future(
+            asyncio.gather(*(i.wait_synced() for i in informers))
+        )
+        first: set[asyncio.Future[Any]] = {stop_wait, synced}
+        await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
+        if not self._stop.is_set():
+            log.info(
+                "caches synced nodes=%d pods=%d", self.cache.node_count(), self.cache.pod_count()
+            )
+            if self.elector is not None:
+                self._tasks.append(asyncio.create_task(self._run_elector(), name="leader-election"))
+                lead = asyncio.create_task(self._leading.wait())
+                await asyncio.wait({stop_wait, lead}, return_when=asyncio.FIRST_COMPLETED)
+                lead.cancel()
+            if not self._stop.is_set():
+                self.queue.run()
+                self._tasks.append(
+                    asyncio.create_task(self._cleanup_assumed(), name="assumed-expiry")
+                )
+                loop_task = asyncio.create_task(self.loop.run(), name="scheduling-loop")
+                await asyncio.wait({stop_wait, loop_task}, return_when=asyncio.FIRST_COMPLETED)
+                if loop_task.done() and loop_task.exception() is not None:
+                    log.error("scheduling loop ended", exc_info=loop_task.exception())
+        synced.cancel()
+        stop_wait.cancel()
+        await self._shutdown()
+        return EXIT_RUNTIME if self._lost_lease else EXIT_OK
+
+    async def _run_elector(self) -> None:
+        assert self.elector is not None
+        await self.elector.run()
+        # run() returns when leadership ended (lost, or released on stop)
+        if not self._stop.is_set():
+            self._stopped_leading()
+
+    async def _cleanup_assumed(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            for pod in self.cache.cleanup_assumed_pods():
+                log.warning("assumed pod expired (bind never confirmed) pod=%s", pod.key)
+                self.queue.assigned_pod_deleted(pod)
+
+    async def _shutdown(self) -> None:
+        log.info("shutting down")
+        self.server.begin_shutdown()
+        self.loop.stop()
+        self.queue.close()
+        await self.loop.drain_binds(SHUTDOWN_GRACE if not self._lost_lease else 0.0)
+        await self.executor.shutdown(SHUTDOWN_GRACE if not self._lost_lease else 0.0)
+        await self.dispatcher.drain(SHUTDOWN_GRACE)
+        await self.events.stop(2.0)
+        if self.elector is not None:
+            self.elector.stop()
+        for t in self._tasks:
+            if t.get_name() == "leader-election":
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await asyncio.wait_for(t, 5.0)
+        for inf in self._informers():
+            inf.stop()
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.server.stop()
+        log.info("stopped")
+
+
+def load_or_exit(path: str | None) -> SchedulerConfiguration | int:
+    try:
+        return load_config(path) if path else default_config()
+    except ConfigError as exc:
+        print(f"kube-async-scheduler: invalid configuration: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as exc:
+        print(
+            f"kube-async-scheduler: cannot read configuration {path}: {exc.strerror}",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+
+
+async def _amain(cfg: SchedulerConfiguration, options: RunOptions) -> int:
+    kubeconfig = options.kubeconfig or cfg.client_connection.kubeconfig or None
+    in_cluster = kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ
+    try:
+        connection = await Connection.connect(
+            ConnectionSettings(kubeconfig=kubeconfig, in_cluster=in_cluster)
+        )
+    except Exception as exc:  # unreadable kubeconfig, no in-cluster env, ...
+        print(f"kube-async-scheduler: cannot connect to the API server: {exc}", file=sys.stderr)
+        return EXIT_RUNTIME
+    try:
+        app = SchedulerApp(cfg, connection, options)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, app.request_stop)
+        return await app.run()
+    finally:
+        await connection.close()
+
+
+def run_scheduler(args: argparse.Namespace) -> int:
+    loaded = load_or_exit(args.config)
+    if isinstance(loaded, int):
+        return loaded
+    cfg = loaded
+    if args.write_config_to:
+        write_config(cfg, args.write_config_to)
+        return EXIT_OK
+    options = RunOptions(
+        kubeconfig=args.kubeconfig,
+        bind_address=args.bind_address,
+        port=args.port,
+        leader_elect=args.leader_elect,
+    )
+    return asyncio.run(_amain(cfg, options))

@@ -1,0 +1,154 @@
+"""Informer events into the cache, the queue and the nominator (upstream's eventhandlers).
+
+Routing rule for pods, the one upstream uses:
+- a pod with spec.nodeName (assigned) lives in the cache, whoever bound it: its requests
+  count on its node; the queue only hears that "an assigned pod changed" (which may make
+  rejected pods schedulable);
+- a pod without spec.nodeName, of one of our profiles and not terminating, lives in the
+  queue;
+- a pod that goes from unassigned to assigned leaves the queue and enters the cache (this
+  is how our own binds, and binds by others, are confirmed).
+The nominator follows nominatedNodeName on every pod (ours or not) and drops a
+nomination when its pod is bound, deleted or nominated elsewhere.
+
+A pod whose JSON cannot be understood is never dropped silently: if it is ours and
+pending, it gets a FailedScheduling event naming the problem and stays pending, and the
+informer goes on with the rest.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection
+from typing import Any
+
+from scheduler.cache import Cache, Nominator
+from scheduler.framework.cluster_event import ActionType, ClusterEvent, EventResource
+from scheduler.model import NodeInfo, PodInfo
+from scheduler.queue import SchedulingQueue
+
+log = logging.getLogger(__name__)
+
+NODE_ADD = ClusterEvent(EventResource.NODE, ActionType.ADD, "NodeAdd")
+NODE_DELETE = ClusterEvent(EventResource.NODE, ActionType.DELETE, "NodeDelete")
+
+
+def node_update_event(old: NodeInfo, new: NodeInfo) -> ClusterEvent | None:
+    """What changed on a node, as one event with every matching action bit set."""
+    action = ActionType(0)
+    if old.allocatable != new.allocatable:
+        action |= ActionType.UPDATE_NODE_ALLOCATABLE
+    if old.labels != new.labels:
+        action |= ActionType.UPDATE_NODE_LABEL
+    if old.taints != new.taints or old.unschedulable != new.unschedulable:
+        action |= ActionType.UPDATE_NODE_TAINT
+    if old.ready != new.ready:
+        action |= ActionType.UPDATE_NODE_CONDITION
+    if old.images != new.images:
+        action |= ActionType.UPDATE_NODE_ANNOTATION
+    if not action:
+        return None
+    return ClusterEvent(EventResource.NODE, action, "NodeUpdate")
+
+
+class NodeEventHandler:
+    def __init__(self, cache: Cache, queue: SchedulingQueue[PodInfo]) -> None:
+        self.cache = cache
+        self.queue = queue
+
+    def on_add(self, node: NodeInfo) -> None:
+        self.cache.add_node(node)
+        self.queue.move_all_to_active_or_backoff(NODE_ADD, None, node)
+
+    def on_update(self, old: NodeInfo, new: NodeInfo) -> None:
+        self.cache.update_node(old, new)
+        event = node_update_event(old, new)
+        if event is not None:
+            self.queue.move_all_to_active_or_backoff(event, old, new)
+
+    def on_delete(self, node: NodeInfo) -> None:
+        self.cache.remove_node(node)
+        self.queue.move_all_to_active_or_backoff(NODE_DELETE, node, None)
+
+
+class PodEventHandler:
+    def __init__(
+        self,
+        cache: Cache,
+        queue: SchedulingQueue[PodInfo],
+        nominator: Nominator,
+        scheduler_names: Collection[str],
+        on_pod_deleted: Callable[[PodInfo], None] | None = None,
+    ) -> None:
+        self.cache = cache
+        self.queue = queue
+        self.nominator = nominator
+        self.scheduler_names = frozenset(scheduler_names)
+        # preemption listens for deletes of victims it is waiting for
+        self.on_pod_deleted = on_pod_deleted
+
+    def responsible_for(self, pod: PodInfo) -> bool:
+        return pod.scheduler_name in self.scheduler_names
+
+    def _queued(self, pod: PodInfo) -> bool:
+        return not pod.node_name and self.responsible_for(pod) and pod.deletion_timestamp is None
+
+    def on_add(self, pod: PodInfo) -> None:
+        self.nominator.on_pod_add(pod)
+        if pod.node_name:
+            self.cache.add_pod(pod)
+            self.queue.assigned_pod_added(pod)
+        elif self._queued(pod):
+            self.queue.add(pod)
+
+    def on_update(self, old: PodInfo, new: PodInfo) -> None:
+        self.nominator.on_pod_update(old, new)
+        if new.node_name:
+            if old.node_name:
+                self.cache.update_pod(old, new)
+                self.queue.assigned_pod_updated(old, new)
+            else:
+                # bound since we last saw it (by us or by someone else)
+                if self._queued(old):
+                    self.queue.delete(old)
+                self.cache.add_pod(new)
+                self.queue.assigned_pod_added(new)
+            return
+        if self._queued(new):
+            if self._queued(old):
+                self.queue.update(old, new)
+            else:
+                self.queue.add(new)
+        elif self._queued(old):
+            # it became terminating while pending: nothing to schedule any more
+            self.queue.delete(old)
+
+    def on_delete(self, pod: PodInfo) -> None:
+        self.nominator.on_pod_delete(pod)
+        if pod.node_name:
+            self.cache.remove_pod(pod)
+            self.queue.assigned_pod_deleted(pod)
+        elif self.responsible_for(pod):
+            self.queue.delete(pod)
+        if self.on_pod_deleted is not None:
+            self.on_pod_deleted(pod)
+
+
+def raw_pod_summary(raw: Any) -> tuple[str, str, str, str, str]:
+    """(namespace, name, uid, schedulerName, nodeName) of a pod we may not be able to
+    parse, with '' for whatever is missing."""
+    meta = raw.get("metadata") if isinstance(raw, dict) else None
+    spec = raw.get("spec") if isinstance(raw, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    spec = spec if isinstance(spec, dict) else {}
+
+    def s(v: Any) -> str:
+        return v if isinstance(v, str) else ""
+
+    return (
+        s(meta.get("namespace")),
+        s(meta.get("name")),
+        s(meta.get("uid")),
+        s(spec.get("schedulerName")) or "default-scheduler",
+        s(spec.get("nodeName")),
+    )

@@ -1,0 +1,447 @@
+"""The scheduling cycle and the binding cycle (upstream's scheduleOne).
+
+Scheduling cycle, one pod at a time, no awaits on the API:
+  pop -> snapshot -> schedule_pod (PreFilter/Filter/Score) -> assume -> Reserve -> Permit
+  -> start the binding task.  A FitError runs PostFilter (preemption) and records the
+  failure: the queue keeps the pod as unschedulable, the nominator keeps any nomination,
+  and the PodScheduled=False status patch and FailedScheduling event go out as background
+  API calls.
+
+Binding cycle, a task per pod, bounded by a semaphore:
+  wait at Permit -> PreBind -> Bind (pods/binding) -> PostBind.  Any failure unreserves,
+  forgets the assumption and requeues; a 409 (someone else bound it first) forgets the
+  assumption and leaves the rest to the informer, which then shows where it really went.
+
+Invariants: a pod is assumed at most once (the cache refuses a second assume); every
+assume ends in a bind confirmed by the informer, a forget, or an expiry; queue.done(uid)
+is called exactly once per pop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.cache import Cache, CacheError, Nominator, Snapshot
+from scheduler.client.errors import ApiError, Conflict, NotFound
+from scheduler.client.events import EventRecorder, pod_ref
+from scheduler.clock import SYSTEM_CLOCK, Clock
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.diagnosis import FitError
+from scheduler.framework.runtime import Framework
+from scheduler.framework.schedule import SchedulingError, SearchState, schedule_pod
+from scheduler.framework.status import Code, Status
+from scheduler.metrics import SchedulerMetrics
+from scheduler.model import PodInfo
+from scheduler.queue import QueuedPodInfo, SchedulingQueue
+
+log = logging.getLogger(__name__)
+
+RESULT_SCHEDULED = "scheduled"
+RESULT_UNSCHEDULABLE = "unschedulable"
+RESULT_ERROR = "error"
+
+
+class BindRejected(Exception):
+    """The pod was rejected while waiting at Permit (or the wait timed out)."""
+
+
+@dataclass
+class WaitingPod:
+    """A pod held at Permit. Preemption may reject it in memory (no API call)."""
+
+    pod: PodInfo
+    node: str
+    future: asyncio.Future[Status] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+    def allow(self) -> None:
+        if not self.future.done():
+            self.future.set_result(Status.success())
+
+    def reject(self, plugin: str, message: str) -> None:
+        if not self.future.done():
+            self.future.set_result(Status.unschedulable(message, plugin=plugin))
+
+
+class StatusWriter:
+    """Writes PodScheduled=False (and nominatedNodeName) on pods that failed a cycle,
+    as background calls. What was last written per pod is remembered, so a pod that keeps
+    failing for the same reason does not become a stream of identical writes."""
+
+    MAX_REMEMBERED = 50_000
+
+    def __init__(
+        self, patch: Callable[[str, str, dict[str, Any]], Any], submit: Callable[..., Any]
+    ) -> None:
+        self._patch = patch
+        self._submit = submit
+        self._written: OrderedDict[str, tuple[str, str, str | None]] = OrderedDict()
+
+    def forget(self, uid: str) -> None:
+        self._written.pop(uid, None)
+
+    def unschedulable(
+        self, pod: PodInfo, reason: str, message: str, nominated_node: str | None
+    ) -> None:
+        key = (reason, message, nominated_node)
+        if self._written.get(pod.uid) == key:
+            return
+        self._written[pod.uid] = key
+        self._written.move_to_end(pod.uid)
+        while len(self._written) > self.MAX_REMEMBERED:
+            self._written.popitem(last=False)
+        status: dict[str, Any] = {
+            "conditions": [
+                {"type": "PodScheduled", "status": "False", "reason": reason, "message": message}
+            ]
+        }
+        if nominated_node is not None:
+            status["nominatedNodeName"] = nominated_node or None
+        self._submit(self._write(pod, {"status": status}), name=f"status-{pod.key}")
+
+    async def _write(self, pod: PodInfo, patch: dict[str, Any]) -> None:
+        try:
+            await self._patch(pod.namespace, pod.name, patch)
+        except NotFound:
+            pass
+        except ApiError as exc:
+            self.forget(pod.uid)
+            log.warning("status patch failed pod=%s err=%s", pod.key, exc)
+
+
+class SchedulingLoop:
+    def __init__(
+        self,
+        *,
+        cache: Cache,
+        queue: SchedulingQueue[PodInfo],
+        nominator: Nominator,
+        frameworks: Mapping[str, Framework],
+        events: EventRecorder,
+        status_writer: StatusWriter,
+        metrics: SchedulerMetrics,
+        max_binds_in_flight: int = 64,
+        clock: Clock = SYSTEM_CLOCK,
+        is_pending: Callable[[PodInfo], bool] | None = None,
+    ) -> None:
+        self.cache = cache
+        self.queue = queue
+        self.nominator = nominator
+        self.frameworks = frameworks
+        self.events = events
+        self.status_writer = status_writer
+        self.metrics = metrics
+        self.clock = clock
+        self.snapshot: Snapshot = cache.new_snapshot()
+        self.search = SearchState()
+        self.waiting: dict[str, WaitingPod] = {}
+        self._bind_slots = asyncio.Semaphore(max_binds_in_flight)
+        self._binds: set[asyncio.Task[None]] = set()
+        self._stopping = False
+        # is the pod (by the informer's view) still pending and ours? guards requeues of
+        # pods that were deleted or bound elsewhere while their cycle ran
+        self._is_pending = is_pending or (lambda pod: True)
+        self.cycles = 0
+        self._settlers = [
+            p.settle
+            for f in frameworks.values()
+            for p in f.post_filter_plugins
+            if hasattr(p, "settle")
+        ]
+
+    # ------------------------------------------------------------------ lifecycle
+    async def run(self) -> None:
+        """Schedule until stop() or the queue closes."""
+        while not self._stopping:
+            info = await self.queue.pop()
+            if info is None:
+                return
+            try:
+                self.schedule_one(info)
+            except Exception:  # one pod must never stop the loop
+                log.exception("scheduling cycle crashed pod=%s", info.pod.key)
+                self.queue.done(info.pod.uid)
+            # Sync preemption: the cycle's API calls finish before the next pod is popped
+            for settle in self._settlers:
+                await settle()
+            # let informers, binders and the server run between cycles
+            await asyncio.sleep(0)
+
+    def stop(self) -> None:
+        self._stopping = True
+
+    async def drain_binds(self, grace: float) -> None:
+        """Let in-flight binds finish for `grace` seconds, then cancel them (each
+        cancelled bind forgets its assumption)."""
+        if not self._binds:
+            return
+        _, pending = await asyncio.wait(set(self._binds), timeout=grace)
+        for t in pending:
+            t.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    @property
+    def binds_in_flight(self) -> int:
+        return len(self._binds)
+
+    # ------------------------------------------------------------------ scheduling cycle
+    def schedule_one(self, info: QueuedPodInfo[PodInfo]) -> None:
+        pod = info.pod
+        fwk = self.frameworks.get(pod.scheduler_name)
+        if fwk is None or pod.deletion_timestamp is not None or self.cache.is_assumed(pod):
+            self.queue.done(pod.uid)
+            return
+        self.cycles += 1
+        start = self.clock.now()
+        state = CycleState()
+        self.cache.update_snapshot(self.snapshot)
+        try:
+            result = schedule_pod(
+                fwk, state, pod, self.snapshot, self.nominator, search=self.search
+            )
+        except SchedulingError as exc:
+            self._failure(fwk, info, exc.status, str(exc), start, RESULT_ERROR)
+            return
+        algorithm_done = self.clock.now()
+        self.metrics.scheduling_algorithm_duration.observe(algorithm_done - start)
+        if isinstance(result, FitError):
+            self._fit_error(fwk, state, info, result, start)
+            return
+
+        node = result.node
+        try:
+            assumed = self.cache.assume_pod(pod, node)
+        except CacheError as exc:
+            self._failure(fwk, info, Status.from_error(exc), str(exc), start, RESULT_ERROR)
+            return
+        # the pod now holds its place for real; a nomination would count it twice
+        self.nominator.remove(pod)
+        st = fwk.run_reserve(state, assumed, node)
+        if not st.ok:
+            self._undo(fwk, state, assumed, node)
+            self._failure(fwk, info, st, st.message(), start, _result_of(st))
+            return
+        st, timeout = fwk.run_permit(state, assumed, node)
+        if not st.ok and st.code != Code.WAIT:
+            self._undo(fwk, state, assumed, node)
+            self._failure(fwk, info, st, st.message(), start, _result_of(st))
+            return
+        waiting = None
+        if st.code == Code.WAIT:
+            waiting = WaitingPod(assumed, node)
+            self.waiting[pod.uid] = waiting
+        task = asyncio.create_task(
+            self._binding_cycle(fwk, state, info, assumed, node, waiting, timeout, start),
+            name=f"bind-{pod.key}",
+        )
+        self._binds.add(task)
+        task.add_done_callback(self._binds.discard)
+        self.metrics.goroutines.labels(operation="binding").set(len(self._binds))
+
+    def _fit_error(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        info: QueuedPodInfo[PodInfo],
+        fit: FitError,
+        start: float,
+    ) -> None:
+        pod = info.pod
+        nominated: str | None = None
+        if fwk.post_filter_plugins:
+            result, st = fwk.run_post_filter(state, pod, fit.diagnosis)
+            if st.code == Code.ERROR:
+                log.warning("post filter error pod=%s err=%s", pod.key, st.message())
+            elif st.ok and result is not None and result.nominated_node_name:
+                nominated = result.nominated_node_name
+            if not st.ok and st.reasons:
+                fit.diagnosis.post_filter_msg = st.message()
+            if (
+                nominated is None
+                and pod.nominated_node_name
+                and self.nominator.nominated_node(pod) is None
+            ):
+                # PostFilter dropped a stale nomination: clear it in the API too, or the
+                # next informer update would bring it back
+                nominated = ""
+        message = fit.message()
+        rejectors = set(fit.diagnosis.unschedulable_plugins)
+        self._failure(
+            fwk,
+            info,
+            Status.unschedulable(message),
+            message,
+            start,
+            RESULT_UNSCHEDULABLE,
+            rejectors=rejectors,
+            nominated=nominated,
+        )
+
+    def _undo(self, fwk: Framework, state: CycleState, assumed: PodInfo, node: str) -> None:
+        fwk.run_unreserve(state, assumed, node)
+        # CacheError: the informer already confirmed the pod somewhere; the cache follows it
+        with contextlib.suppress(CacheError):
+            self.cache.forget_pod(assumed)
+
+    def _failure(
+        self,
+        fwk: Framework,
+        info: QueuedPodInfo[PodInfo],
+        status: Status,
+        message: str,
+        start: float,
+        result: str,
+        *,
+        rejectors: set[str] | None = None,
+        nominated: str | None = None,
+    ) -> None:
+        """upstream handleSchedulingFailure: requeue, keep the nomination, tell the pod."""
+        pod = info.pod
+        profile = fwk.profile_name
+        self.metrics.schedule_attempts.labels(result=result, profile=profile).inc()
+        self.metrics.scheduling_attempt_duration.labels(result=result, profile=profile).observe(
+            self.clock.now() - start
+        )
+        if not self._is_pending(pod):
+            # deleted or bound elsewhere while the cycle ran: nothing to requeue
+            self.queue.done(pod.uid)
+            return
+        plugins = (
+            rejectors if rejectors is not None else ({status.plugin} if status.plugin else set())
+        )
+        if result == RESULT_ERROR:
+            plugins = set()  # an error goes to backoff, whatever the plugin
+        if nominated:
+            self.nominator.add(pod, nominated)
+        elif nominated == "":
+            self.nominator.remove(pod)
+        self.queue.add_unschedulable_if_not_present(info, plugins, self.queue.scheduling_cycle)
+        self.queue.done(pod.uid)
+        reason = "SchedulerError" if result == RESULT_ERROR else "Unschedulable"
+        log.info("unschedulable pod=%s reason=%s msg=%s", pod.key, reason, message)
+        self.events.event(
+            pod_ref(pod.namespace, pod.name, pod.uid),
+            "Warning",
+            "FailedScheduling",
+            "Scheduling",
+            message,
+        )
+        # a preemption's own task writes the preemptor's status (nomination included),
+        # off the loop; everyone else gets it written here
+        if self._preempting(fwk, pod):
+            self.status_writer.forget(pod.uid)  # the task writes it; remember nothing stale
+        else:
+            self.status_writer.unschedulable(pod, reason, message, nominated)
+
+    def _preempting(self, fwk: Framework, pod: PodInfo) -> bool:
+        for p in fwk.post_filter_plugins:
+            check = getattr(p, "is_preempting", None)
+            if check is not None and check(pod):
+                return True
+        return False
+
+    # ------------------------------------------------------------------ binding cycle
+    async def _binding_cycle(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        info: QueuedPodInfo[PodInfo],
+        assumed: PodInfo,
+        node: str,
+        waiting: WaitingPod | None,
+        permit_timeout: float,
+        start: float,
+    ) -> None:
+        pod = info.pod
+        profile = fwk.profile_name
+        bound = False
+        try:
+            async with self._bind_slots:
+                if waiting is not None:
+                    try:
+                        st = await asyncio.wait_for(asyncio.shield(waiting.future), permit_timeout)
+                    except TimeoutError:
+                        st = Status.unschedulable("rejected due to timeout after waiting at permit")
+                    finally:
+                        self.waiting.pop(pod.uid, None)
+                    if not st.ok:
+                        raise BindRejected(st.message())
+                st = await fwk.run_pre_bind(state, assumed, node)
+                if not st.ok:
+                    raise BindRejected(st.message())
+                bind_start = self.clock.now()
+                st = await fwk.run_bind(state, assumed, node)
+                self.metrics.binding_duration.labels(result="ok" if st.ok else "error").observe(
+                    self.clock.now() - bind_start
+                )
+                if not st.ok:
+                    if isinstance(st.error, Conflict):
+                        # bound by someone else in between: the informer will tell us where
+                        log.info("bind conflict pod=%s node=%s: already bound", pod.key, node)
+                        self._undo(fwk, state, assumed, node)
+                        self.queue.done(pod.uid)
+                        return
+                    raise BindRejected(st.message())
+                bound = True
+                self.cache.finish_binding(assumed)
+            fwk.run_post_bind(state, assumed, node)
+            now = self.clock.now()
+            self.metrics.schedule_attempts.labels(result=RESULT_SCHEDULED, profile=profile).inc()
+            self.metrics.scheduling_attempt_duration.labels(
+                result=RESULT_SCHEDULED, profile=profile
+            ).observe(now - start)
+            attempts = max(info.attempts, 1)
+            self.metrics.pod_scheduling_attempts.observe(attempts)
+            first = info.initial_attempt_timestamp or info.timestamp
+            self.metrics.pod_scheduling_sli_duration.labels(
+                attempts=str(min(attempts, 16))
+            ).observe(now - first)
+            log.info("bound pod=%s node=%s", pod.key, node)
+            self.events.event(
+                pod_ref(pod.namespace, pod.name, pod.uid),
+                "Normal",
+                "Scheduled",
+                "Binding",
+                f"Successfully assigned {pod.namespace}/{pod.name} to {node}",
+            )
+            self.queue.done(pod.uid)
+        except asyncio.CancelledError:
+            if not bound:
+                self._undo(fwk, state, assumed, node)
+                self.queue.done(pod.uid)
+            raise
+        except (BindRejected, ApiError) as exc:
+            self._undo(fwk, state, assumed, node)
+            # the room it held is free again: others may fit now
+            self.queue.assigned_pod_deleted(assumed)
+            self._failure(
+                fwk,
+                info,
+                Status(Code.ERROR, (str(exc),)),
+                f"binding rejected: {exc}",
+                start,
+                RESULT_ERROR,
+            )
+        except Exception as exc:
+            log.exception("binding cycle crashed pod=%s", pod.key)
+            self._undo(fwk, state, assumed, node)
+            self._failure(
+                fwk, info, Status.from_error(exc), f"binding failed: {exc}", start, RESULT_ERROR
+            )
+        finally:
+            self.metrics.goroutines.labels(operation="binding").set(len(self._binds) - 1)
+
+
+def _result_of(status: Status) -> str:
+    return RESULT_UNSCHEDULABLE if status.is_rejected else RESULT_ERROR
+
+
+__all__ = ["BindRejected", "SchedulingLoop", "StatusWriter", "WaitingPod"]
