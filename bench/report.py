@@ -129,6 +129,15 @@ def render_suite(doc: dict[str, Any], source: str, images: Sequence[str] = ()) -
         f"harness creates and ceiling binds {o.get('concurrency')} in flight; "
         f"{o.get('repeat')} repetition(s), figures are medians",
     ]
+    busy = [r for r in doc["runs"] if (r.get("host") or {}).get("other_apiservers")]
+    if busy:
+        loads = [r["host"]["loadavg_1m"] for r in doc["runs"] if r.get("host")]
+        lines.append(
+            f"- **shared machine**: in {len(busy)} of {len(doc['runs'])} runs other clusters "
+            "(other people's work) were running on the same cores; load average at the start "
+            f"of measuring {min(loads):.1f}..{max(loads):.1f}. Compare within a repetition, "
+            "and read single figures with care"
+        )
     for s, why in (doc.get("skipped") or {}).items():
         lines.append(f"- {s} not run: {why}")
     lines += [

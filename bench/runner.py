@@ -20,6 +20,7 @@ import asyncio
 import base64
 import contextlib
 import dataclasses
+import os
 import shutil
 import sys
 import tempfile
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
 import yaml
 
 from bench import audit, stats
@@ -45,6 +47,7 @@ from bench.workloads import (
     priority_classes,
     warmup_pod,
 )
+from scheduler.cluster.errors import ClusterError
 from scheduler.cluster.local import LocalCluster
 from scheduler.cluster.nodes import node_manifests
 
@@ -294,11 +297,20 @@ async def run_one(
     monitor: Monitor | None = None
     try:
         progress(f"{label}: starting a cluster with {w.nodes} nodes", True)
-        await asyncio.to_thread(
-            cluster.up,
-            node_groups(w),
-            extra_apiserver_args=audit.apiserver_args(policy_file, audit_log),
-        )
+        for attempt in (1, 2):
+            try:
+                await asyncio.to_thread(
+                    cluster.up,
+                    node_groups(w),
+                    extra_apiserver_args=audit.apiserver_args(policy_file, audit_log),
+                )
+                break
+            except ClusterError as exc:
+                if attempt == 2:
+                    raise
+                progress(f"{label}: cluster did not start ({exc}); one more try", True)
+                await asyncio.to_thread(cluster.purge)
+                audit_log.unlink(missing_ok=True)
         phases["cluster_up_s"] = time.monotonic() - t
         assert cluster.state is not None
         bin_dir = Path(cluster.state.bin_dir)
@@ -358,6 +370,7 @@ async def run_one(
                     raise RuntimeError(f"{contender} exited: {monitor.tail()}")
             phases["start_to_ready_s"] = time.monotonic() - t
             monitor.mark("measure_start")
+            result["host"] = host_load()
 
             t0 = time.monotonic()
             stop_churn = asyncio.Event()
@@ -430,6 +443,28 @@ async def run_one(
         if not opts.keep:
             shutil.rmtree(base, ignore_errors=True)
     return result
+
+
+def host_load() -> dict[str, Any]:
+    """What else runs on the machine as measuring starts: the 1-minute load average and
+    how many other kube-apiservers / schedulers (other people's clusters) are running."""
+    apiservers = schedulers = 0
+    for p in psutil.process_iter(["name", "cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            cmd = " ".join(p.info["cmdline"] or [])
+            if p.info["name"] == "kube-apiserver":
+                apiservers += 1
+            elif (
+                "kube-async-scheduler run" in cmd
+                or "scheduler run" in cmd
+                or (p.info["name"] == "kube-scheduler")
+            ):
+                schedulers += 1
+    return {
+        "loadavg_1m": round(os.getloadavg()[0], 2),
+        "other_apiservers": max(0, apiservers - 1),
+        "other_schedulers": max(0, schedulers - 1),
+    }
 
 
 def _figures(
