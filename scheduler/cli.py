@@ -142,7 +142,13 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", help="bring up a local cluster, run the scheduler and a demo workload"
     )
     demo.add_argument("--dir", default=".cluster-demo", help="cluster directory")
-    demo.add_argument("--nodes", type=int, default=20)
+    demo.add_argument(
+        "--nodes", type=int, default=10, help="kwok nodes (a fifth of them tainted gpu nodes)"
+    )
+    demo.add_argument("--pods", type=int, default=300, help="pods in the mixed-constraints phase")
+    demo.add_argument(
+        "--preemptors", type=int, default=4, help="high-priority pods in the preemption phase"
+    )
     demo.add_argument("--keep", action="store_true", help="leave the cluster running afterwards")
     demo.add_argument("-v", "--v", dest="verbosity", type=int, default=1)
     demo.set_defaults(func=_demo)
