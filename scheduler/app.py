@@ -294,9 +294,11 @@ class SchedulerApp:
 
     def _started_leading(self) -> None:
         log.info("became leader identity=%s", self.identity)
+        self.metrics.leader.set(1)
         self._leading.set()
 
     def _stopped_leading(self) -> None:
+        self.metrics.leader.set(0)
         if self._stop.is_set():
             return
         log.error("lost the lease; stopping scheduling identity=%s", self.identity)
