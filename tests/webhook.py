@@ -162,8 +162,8 @@ class DeleteWebhook:
                         {
                             "apiGroups": [""],
                             "apiVersions": ["v1"],
-                            "operations": ["DELETE"],
-                            "resources": ["pods"],
+                            "operations": [self.operation],
+                            "resources": [self.resource],
                             "scope": "Namespaced",
                         }
                     ],
@@ -181,26 +181,32 @@ class DeleteWebhook:
             "POST", "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", config
         )
         # the API server picks up new webhook configurations asynchronously: probe with a
-        # throwaway pod until its DELETE reaches us
-        probe = {
-            "metadata": {"name": "webhook-probe"},
-            "spec": {"containers": [{"name": "c", "image": "x"}], "nodeName": "none"},
-        }
+        # throwaway pod until the webhook hears of it
         deadline = time.monotonic() + 30
         while True:
-            self.cluster.admin.request("POST", f"/api/v1/namespaces/{self.namespace}/pods", probe)
-            self.cluster.admin.request(
-                "DELETE",
-                f"/api/v1/namespaces/{self.namespace}/pods/webhook-probe?gracePeriodSeconds=0",
-            )
+            self._probe_once()
             if self.deletes["webhook-probe"]:
                 break
             if time.monotonic() > deadline:
-                raise AssertionError("the API server never called the delete webhook")
+                raise AssertionError(f"the API server never called the {self.operation} webhook")
             time.sleep(0.2)
         with self._lock:
             del self.deletes["webhook-probe"]
             self.log = [e for e in self.log if e[1] != "webhook-probe"]
+
+    operation = "DELETE"
+    resource = "pods"
+
+    def _probe_once(self) -> None:
+        probe = {
+            "metadata": {"name": "webhook-probe"},
+            "spec": {"containers": [{"name": "c", "image": "x"}], "nodeName": "none"},
+        }
+        self.cluster.admin.request("POST", f"/api/v1/namespaces/{self.namespace}/pods", probe)
+        self.cluster.admin.request(
+            "DELETE",
+            f"/api/v1/namespaces/{self.namespace}/pods/webhook-probe?gracePeriodSeconds=0",
+        )
 
     def stop(self) -> None:
         self.cluster.admin.request(
@@ -210,3 +216,29 @@ class DeleteWebhook:
         if self._server is not None:
             self._server.shutdown()
             self._server = None
+
+
+class BindingWebhook(DeleteWebhook):
+    """The same harness on pods/binding CREATE: delays or refuses binds (counted per pod in
+    `deletes`, whatever the name says). Binds made with kwok's identity pass untouched, so
+    a test can play "another binder" that is not slowed down."""
+
+    operation = "CREATE"
+    resource = "pods/binding"
+
+    def _probe_once(self) -> None:
+        probe = {
+            "metadata": {"name": "webhook-probe"},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        }
+        self.cluster.admin.request("POST", f"/api/v1/namespaces/{self.namespace}/pods", probe)
+        binding = {
+            "metadata": {"name": "webhook-probe"},
+            "target": {"kind": "Node", "name": "none"},
+        }
+        self.cluster.admin.request(
+            "POST", f"/api/v1/namespaces/{self.namespace}/pods/webhook-probe/binding", binding
+        )
+        self.cluster.admin.request(
+            "DELETE", f"/api/v1/namespaces/{self.namespace}/pods/webhook-probe?gracePeriodSeconds=0"
+        )

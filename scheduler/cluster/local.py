@@ -319,9 +319,20 @@ class LocalCluster:
             self.state.pids[name] = pid
             self._save_state()
             try:
-                self._wait_component(name, pid)
+                # etcd now and then stalls before serving when several clusters start at
+                # once (a single-member election that never completes): a fresh start
+                # with a fresh data dir fixes it, so it gets a short deadline
+                self._wait_component(name, pid, timeout=20.0 if name == "etcd" else 90.0)
                 break
             except ClusterError as exc:
+                stalled = name == "etcd" and "did not become ready" in str(exc)
+                if stalled and attempt < 3:
+                    process.stop(pid, self.state.binaries.get(name), sig=signal.SIGKILL)
+                    shutil.rmtree(self.dir / "etcd", ignore_errors=True)
+                    for port_name in self._ports_of(name):
+                        self.state.ports[port_name] = free_port()
+                    log.info("etcd stalled during start; retrying with a fresh data dir")
+                    continue
                 # free_port() closes the socket before the component binds it, so another
                 # cluster starting at the same moment can take it: pick new ports, retry
                 # (etcd at --log-level=warn may die of it without a word, so any early
