@@ -196,3 +196,68 @@ def test_bad_config_exits_2_with_a_message_naming_the_field(
     assert res.returncode == 2, res.stderr
     assert field in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_a_pod_bound_by_someone_else_between_assume_and_bind_leaves_the_cache_consistent(
+    tmp_path: Path,
+) -> None:
+    from scheduler.cluster.api import AdminClient
+    from scheduler.cluster.pki import pki_paths
+    from tests.webhook import BindingWebhook
+
+    local = LocalCluster(tmp_path / "cluster")
+    local.up([NodeGroup(count=2, name_prefix="race", cpu="4", memory="8Gi")])
+    cluster = ClusterHandle(local)
+    ns = cluster.create_namespace("race")
+    hook = BindingWebhook(cluster, ns)
+    hook.start()
+    hook.delay = 3.0  # the scheduler's bind waits here; kwok's identity is not delayed
+    sched = SchedulerProcess(
+        cluster.kubeconfig, write_config(tmp_path / "config.yaml"), tmp_path / "s.log"
+    )
+    try:
+        sched.start()
+        cluster.create_pod(
+            ns, pod_manifest("p", cpu="3", nodeSelector={"kubernetes.io/hostname": "race-0"})
+        )
+        wait_for(
+            lambda: hook.deletes["p"] == 1, timeout=20, what="the scheduler's bind of p in flight"
+        )
+        # another binder wins the race, to the other node
+        pki = pki_paths(local.pki_dir)
+        other = AdminClient(cluster.api_url, pki.ca_cert, pki.kwok_cert, pki.kwok_key)
+        status, body = other.request("POST", f"/api/v1/namespaces/{ns}/pods/p/binding",
+                                     {"metadata": {"name": "p"}, "target": {"kind": "Node", "name": "race-1"}})  # fmt: skip
+        assert status == 201, body
+        hook.delay = 0.0
+        # the scheduler's own bind fails with 409: it must forget race-0's assumption and
+        # count p on race-1, where it really is
+        wait_for(lambda: "bind conflict pod=race/p" in sched.tail(200), timeout=20, what="409 seen")
+        cluster.create_pod(
+            ns, pod_manifest("q", cpu="3", nodeSelector={"kubernetes.io/hostname": "race-0"})
+        )
+        wait_for(lambda: (cluster.get_pod(ns, "q") or {}).get("spec", {}).get("nodeName") == "race-0",
+                 timeout=20, what="q on race-0 (the forgotten assumption freed it)")  # fmt: skip
+        cluster.create_pod(
+            ns, pod_manifest("r", cpu="2", nodeSelector={"kubernetes.io/hostname": "race-1"})
+        )
+
+        def r_unschedulable() -> bool:
+            evs = [
+                e
+                for e in cluster.events(ns)
+                if e["regarding"]["name"] == "r" and e["reason"] == "FailedScheduling"
+            ]
+            return bool(evs) and "Insufficient cpu" in evs[0]["note"]
+
+        wait_for(r_unschedulable, timeout=20, what="r rejected: p counts on race-1")
+        pod_p = cluster.get_pod(ns, "p")
+        assert pod_p is not None and pod_p["spec"]["nodeName"] == "race-1"
+        assert not (cluster.get_pod(ns, "r") or {}).get("spec", {}).get("nodeName")
+        # the only violation is the other binder's own doing; no node is over-committed
+        report = check(cluster.list_pods(), cluster.api("GET", "/api/v1/nodes")["items"], {}, SCHED)
+        assert report.violations == ["race/p on race-1 violates its node selector/affinity"]
+    finally:
+        sched.stop()
+        hook.stop()
+        local.down()
