@@ -440,9 +440,26 @@ async def run_one(
         if monitor is not None and monitor.alive():
             await monitor.stop()
         await asyncio.to_thread(cluster.down)
+        _reap_leftovers(base)
         if not opts.keep:
             shutil.rmtree(base, ignore_errors=True)
     return result
+
+
+def _reap_leftovers(run_dir: Path) -> None:
+    """Stop any child of this process still running out of `run_dir` after the cluster
+    is down (a component the cluster manager restarted and lost track of). Only our own
+    children, matched by pid and by the run's own temporary directory."""
+    marker = str(run_dir)
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if any(marker in arg for arg in child.cmdline()):
+                print(f"\n  stopping leftover pid {child.pid} ({child.name()})", file=sys.stderr)
+                child.terminate()
+                try:
+                    child.wait(10)
+                except psutil.TimeoutExpired:
+                    child.kill()
 
 
 def host_load() -> dict[str, Any]:
