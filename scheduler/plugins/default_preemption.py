@@ -194,7 +194,11 @@ class DefaultPreemption:
         if last is None:
             return True  # still preempting the others
         current = self.services.pod_lookup(last.uid)
-        return current is not None and not current.is_terminating
+        if current is not None and not current.is_terminating:
+            return True
+        if not self.executor.is_running(uid):
+            self.executor.release(uid)  # the task ended and the cache caught up
+        return False
 
     # ------------------------------------------------------------------ events
 

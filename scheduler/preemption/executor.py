@@ -19,6 +19,10 @@ One task per preemption (KEP-4832's "goroutine"), steps in the contract's order:
 6. on error the preemptor is requeued at once, its nomination kept;
 7. the preemptor is always re-activated when the task ends (k/k #141694: upstream waits
    for victim delete events, which may never come when the last victim was already gone).
+   After a success the PreEnqueue gate still holds it until the cache shows the last
+   victim terminating or gone (`release`): the DELETE's answer comes before the
+   informer's update, and a retry in between would see the victim running and preempt
+   again.
 
 Victims already terminating get no call. A victim whose DELETE another preemptor has in
 flight is not deleted again: the second task waits for the first call's outcome; one
@@ -169,6 +173,9 @@ class PreemptionExecutor:
         self._tasks: set[asyncio.Task[bool]] = set()
         self._deleting: dict[str, asyncio.Future[bool]] = {}  # victim uid -> in-flight call
         self._deleted: dict[str, float] = {}  # victim uid -> when its DELETE succeeded
+        # preemptor uid -> (last victim, when its task ended): a successful task's
+        # preemptor stays gated until the cache shows that victim leaving (release)
+        self._awaiting: dict[str, tuple[PodInfo, float]] = {}
         self._closed = False
 
     # ------------------------------------------------------------------ reads
@@ -179,15 +186,32 @@ class PreemptionExecutor:
         return uid in self._running
 
     def is_gated(self, uid: str) -> bool:
-        """The preemptor's task runs and has victims to preempt: it must not be retried
-        yet (before the last victim is recorded, or while that victim is still there)."""
+        """The preemptor must not be retried yet: its task runs and has victims to
+        preempt (before the last victim is recorded, or while that victim is still
+        there), or its task succeeded and the last victim may still show as running in
+        the cache (see `release`)."""
         p = self._running.get(uid)
-        return p is not None and p.gated
+        if p is not None:
+            return p.gated
+        self._prune_deleted()
+        return uid in self._awaiting
 
     def last_victim(self, uid: str) -> PodInfo | None:
-        """The victim recorded in step 4, once the others were preempted."""
+        """The victim recorded in step 4, once the others were preempted; after a
+        successful task, until `release`."""
         p = self._running.get(uid)
-        return p.last_victim if p is not None else None
+        if p is not None:
+            return p.last_victim
+        awaited = self._awaiting.get(uid)
+        return awaited[0] if awaited is not None else None
+
+    def release(self, uid: str) -> None:
+        """The gate saw the last victim of a finished task gone or terminating in the
+        cache: the preemptor may be retried. Until then a successful task keeps it
+        gated, because the DELETE's answer comes before the informer shows the
+        victim's deletionTimestamp; a retry in between would find the victim still
+        running and preempt again."""
+        self._awaiting.pop(uid, None)
 
     def delete_issued(self, uid: str) -> bool:
         """A DELETE for this victim is in flight or succeeded recently."""
@@ -206,7 +230,7 @@ class PreemptionExecutor:
         self._prune_deleted()
         return ExecutorStatistics(
             running=len(self._running),
-            gated=sum(1 for p in self._running.values() if p.gated),
+            gated=sum(1 for p in self._running.values() if p.gated) + len(self._awaiting),
             deletes_in_flight=len(self._deleting),
             deletes_remembered=len(self._deleted),
         )
@@ -222,6 +246,7 @@ class PreemptionExecutor:
         uid = decision.preemptor.uid
         if uid in self._running:
             raise RuntimeError(f"a preemption for {decision.preemptor.key} is already running")
+        self._awaiting.pop(uid, None)
         gated = any(self.needs_call(v) for v in decision.victims)
         p = _Preemption(decision, message, gated)
         self._running[uid] = p
@@ -253,6 +278,7 @@ class PreemptionExecutor:
         preemptor = decision.preemptor
         if self._running.get(preemptor.uid) is p:
             del self._running[preemptor.uid]
+        self._await_last_victim(p, result)
         self._set_goroutines()
         if self._metrics is not None:
             self._metrics.preemption_goroutines_execution.labels(result=result).inc()
@@ -279,6 +305,16 @@ class PreemptionExecutor:
         except Exception:
             log.exception("activating the preemptor failed preemptor=%s", preemptor.key)
 
+    def _await_last_victim(self, p: _Preemption, result: str) -> None:
+        # success with a last victim that took a call: the answer to its DELETE came
+        # before the informer shows the deletionTimestamp. The final activation must not
+        # retry the preemptor against a cache that still shows the victim running (it
+        # would preempt again): the gate holds it until the victim is seen leaving. On
+        # error the preemptor is requeued at once (step 6).
+        last = p.last_victim
+        if result == RESULT_SUCCESS and last is not None and not last.is_terminating:
+            self._awaiting[p.decision.preemptor.uid] = (last, self._clock.now())
+
     def _set_goroutines(self) -> None:
         if self._metrics is not None:
             self._metrics.goroutines.labels(operation=OPERATION).set(len(self._running))
@@ -289,6 +325,7 @@ class PreemptionExecutor:
         """Sync mode: the same steps, awaited by the caller (the scheduling cycle). No
         gate (the loop waits anyway); metrics and the final activation as in async mode."""
         p = _Preemption(decision, message, gated=False)
+        self._awaiting.pop(decision.preemptor.uid, None)
         start = self._clock.now()
         result = RESULT_ERROR
         try:
@@ -297,6 +334,7 @@ class PreemptionExecutor:
             return ok
         finally:
             elapsed = self._clock.now() - start
+            self._await_last_victim(p, result)
             if self._metrics is not None:
                 self._metrics.preemption_goroutines_execution.labels(result=result).inc()
                 self._metrics.preemption_goroutines_duration.labels(result=result).observe(elapsed)
@@ -489,11 +527,15 @@ class PreemptionExecutor:
         )
 
     def _prune_deleted(self) -> None:
-        if not self._deleted:
+        if not self._deleted and not self._awaiting:
             return
         horizon = self._clock.now() - self.settings.issued_delete_ttl
         for uid in [u for u, t in self._deleted.items() if t < horizon]:
             del self._deleted[uid]
+        # a preemptor deleted while awaiting its last victim, or an informer that never
+        # told: the gate opens after the same horizon
+        for uid in [u for u, (_, t) in self._awaiting.items() if t < horizon]:
+            del self._awaiting[uid]
 
     # ------------------------------------------------------------------ shutdown
 

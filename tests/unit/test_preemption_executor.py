@@ -204,7 +204,30 @@ async def test_the_last_victim_is_recorded_before_it_is_preempted() -> None:
     await h.executor.start(decision([pod("v1", 2), last]))
     assert seen[0] == (None, True)  # while the others run, nothing is recorded
     assert seen[-1] == (last, True)
-    assert h.executor.last_victim(PREEMPTOR.uid) is None  # gone once finished
+    # after a success the last victim stays recorded, and the preemptor gated, until the
+    # gate sees it leave the cache (release): the informer lags behind the DELETE
+    assert not h.executor.is_running(PREEMPTOR.uid)
+    assert h.executor.last_victim(PREEMPTOR.uid) == last
+    assert h.executor.is_gated(PREEMPTOR.uid)
+    h.executor.release(PREEMPTOR.uid)
+    assert h.executor.last_victim(PREEMPTOR.uid) is None
+    assert not h.executor.is_gated(PREEMPTOR.uid)
+
+
+async def test_a_failed_task_does_not_keep_its_preemptor_gated() -> None:
+    h = harness()
+    h.api.fail[("delete", "default/last")] = ServerError(500, "InternalError", "boom")
+    await h.executor.start(decision([pod("v1", 2), pod("last", 1)]))
+    assert not h.executor.is_gated(PREEMPTOR.uid)
+    assert h.executor.last_victim(PREEMPTOR.uid) is None
+
+
+async def test_an_awaited_last_victim_is_forgotten_after_the_ttl() -> None:
+    h = harness()
+    await h.executor.start(decision([pod("last", 1)]))
+    assert h.executor.is_gated(PREEMPTOR.uid)
+    h.clock.advance(h.executor.settings.issued_delete_ttl + 1)
+    assert not h.executor.is_gated(PREEMPTOR.uid)
 
 
 async def test_a_single_victim_is_the_last_one() -> None:

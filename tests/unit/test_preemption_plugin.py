@@ -312,6 +312,11 @@ async def test_hints_requeue_a_gated_preemptor_only_for_its_last_victim() -> Non
     assert on_update.hint(pod, last, replace(last, deletion_timestamp=1.0)) is QueueingHint.QUEUE
     gate.set()
     await asyncio.gather(*w.executor._tasks)
+    # the task ended but the cache still shows the last victim: still gated
+    assert on_delete.hint(pod, stranger, None) is QueueingHint.SKIP
+    assert on_update.hint(pod, last, replace(last, deletion_timestamp=1.0)) is QueueingHint.QUEUE
+    w.cache.remove_pod(last)
+    assert w.plugin.pre_enqueue(pod).ok  # the gate sees it gone and releases the preemptor
     assert on_delete.hint(pod, stranger, None) is QueueingHint.QUEUE  # not gated any more
 
 
@@ -368,8 +373,38 @@ async def test_queue_activation_at_task_end_even_without_delete_events() -> None
     q.add_unschedulable_if_not_present(info, {names.NODE_RESOURCES_FIT}, q.scheduling_cycle)
     q.done(pod.uid)
     assert q.where(pod.uid) == UNSCHEDULABLE
+    # the victims leave the cache, but no event reaches the queue
+    for v in list(w.cache.new_snapshot().get("n0").pods.values()):  # type: ignore[union-attr]
+        if v.name != "v0-3":
+            w.cache.remove_pod(v)
     await asyncio.gather(*w.executor._tasks)
     assert q.where(pod.uid) == ACTIVE
+
+
+async def test_queue_after_success_the_gate_waits_for_the_informer_to_show_the_victim() -> None:
+    # the DELETE's answer comes before the informer's update: activated at the task's end,
+    # the preemptor must not be retried against a cache that shows its victim running
+    # (it would preempt again); the victim's update opens the gate
+    w = world(nodes=1, with_queue=True)
+    q = w.queue
+    assert q is not None
+    pod = high()
+    q.add(pod)
+    info = await q.pop()
+    assert info is not None
+    w.cycle(pod)
+    q.add_unschedulable_if_not_present(info, {names.NODE_RESOURCES_FIT}, q.scheduling_cycle)
+    q.done(pod.uid)
+    await asyncio.gather(*w.executor._tasks)
+    assert w.activated[-1] == "hi"
+    assert q.where(pod.uid) == GATED
+    last = w.executor.last_victim(pod.uid)
+    assert last is not None
+    terminating = replace(last, deletion_timestamp=1.0)
+    w.cache.update_pod(last, terminating)
+    q.assigned_pod_updated(last, terminating)
+    assert q.where(pod.uid) in (ACTIVE, BACKOFF)
+    assert not w.executor.is_gated(pod.uid)
 
 
 # ---------------------------------------------------------------- Sync mode
