@@ -15,8 +15,13 @@ Only the leader schedules; followers keep their caches warm so a failover is fas
   wrote first, and the next round re-reads.
 - Release (graceful stop): holderIdentity "" and leaseDurationSeconds 1, so a follower
   takes over on its next poll instead of waiting out the lease.
-- Health: `healthz()` reports a problem when the elector loop has not ticked for
-  leaseDuration + timeout (upstream's HealthzAdaptor with kube-scheduler's 20 s).
+- Health: `healthz()` reports a problem when leader election is stuck for longer than
+  leaseDuration + timeout (kube-scheduler's 20 s): the elector loop has not ticked, the
+  leader has not renewed (upstream's HealthzAdaptor), or - beyond upstream, which ignores
+  standbys - a candidate has not had one answer about the Lease from the API server
+  (unreachable, 403 on a Lease the RBAC does not cover, ...). Such a standby could never
+  take over; failing liveness makes it visible and restarts it with a fresh connection.
+  A leader in that situation has already stepped down at renewDeadline.
 
 Callbacks are synchronous and run on the event loop: on_started_leading once we lead,
 on_stopped_leading once we no longer do (lost or released; not called if we never led),
@@ -167,6 +172,8 @@ class LeaderElector:
         self._lease: dict[str, Any] | None = None
         self._last_renew = 0.0
         self._last_tick = clock.now()
+        self._last_contact = clock.now()
+        self._last_error = ""
         self._stop = asyncio.Event()
         self._leader = ""
 
@@ -198,6 +205,12 @@ class LeaderElector:
             return f"leader election loop for lease {self.key} has not run for {stalled:.0f}s"
         if self._leading and self._clock.now() - self._last_renew > limit:
             return f"failed election to renew leadership on lease {self.key}"
+        silent = self._clock.now() - self._last_contact
+        if not self._leading and silent > limit:
+            return (
+                f"leader election has had no answer about lease {self.key} for {silent:.0f}s"
+                f" (last error: {self._last_error or 'none'})"
+            )
         return None
 
     def stop(self) -> None:
@@ -209,7 +222,7 @@ class LeaderElector:
         if self._state is not ElectorState.CREATED:
             raise RuntimeError(f"leader elector is {self._state.value}; it runs once")
         self._state = ElectorState.RUNNING
-        self._last_tick = self._clock.now()
+        self._last_tick = self._last_contact = self._clock.now()
         try:
             if await self._acquire():
                 await self._renew()
@@ -288,13 +301,20 @@ class LeaderElector:
                     return
 
     async def _attempt(self, limit: float) -> bool:
+        started = self._clock.now()
         try:
             async with asyncio.timeout(limit):
-                return await self._try_acquire_or_renew()
+                done = await self._try_acquire_or_renew()
         except TimeoutError:
+            self._last_error = f"no answer within {limit:.1f}s"
             log.warning("leader lease call timed out lease=%s", self.key)
         except ApiError as exc:
+            self._last_error = str(exc)
             log.warning("leader lease call failed lease=%s error=%s", self.key, exc)
+        else:
+            # an answer, even "taken by another" or a 409: the API server is reachable
+            self._last_contact = started
+            return done
         return False
 
     def _observe(self, lease: dict[str, Any]) -> LeaderRecord:

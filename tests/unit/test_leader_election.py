@@ -272,6 +272,30 @@ async def test_healthz_reports_a_stalled_loop() -> None:
     assert a.elector.healthz() is None  # a stopped elector is not a failing one
 
 
+async def test_healthz_reports_a_standby_that_cannot_reach_the_lease() -> None:
+    vt, store = VirtualTime(), LeaseStore()
+    a = Candidate(vt, store, "a")
+    await vt.run_for(0)
+    b = Candidate(vt, store, "b")
+    await vt.run_for(60)  # a standby that sees a live leader is healthy
+    assert not b.elector.is_leader and b.elector.healthz() is None
+    store.fail["get"] = ServerError(403, "Forbidden", "leases is forbidden")
+    await vt.run_for(34)  # a stepped down after 10s; b polls but gets no answer
+    assert not a.elector.is_leader
+    assert b.elector.healthz() is None  # not yet leaseDuration + 20s
+    await vt.run_for(2)
+    problem = b.elector.healthz()
+    assert problem is not None
+    assert "no answer about lease kube-system/async-scheduler" in problem
+    assert "leases is forbidden" in problem
+    del store.fail["get"]
+    await vt.run_for(3)  # the next answer makes it healthy again, and it leads
+    assert b.elector.healthz() is None and b.elector.is_leader
+    b.elector.stop()
+    await vt.run_for(0)
+    await asyncio.gather(a.task, b.task)
+
+
 async def test_running_twice_is_refused() -> None:
     vt, store = VirtualTime(), LeaseStore()
     a = Candidate(vt, store, "a")
