@@ -10,7 +10,10 @@ t() { local s=$SECONDS; "$@"; printf '    (%ds)\n' $((SECONDS - s)); }
 step "python environment (.venv, editable install with the dev extra)"
 t bash hack/setup-venv.sh
 step "control-plane binaries (cached by version after the first build)"
-BIN_DIR=$(t bash hack/install-binaries.sh | tail -n 1)
+s=$SECONDS
+# the script's last stdout line is the bin folder; its progress goes to stderr
+BIN_DIR=$(bash hack/install-binaries.sh | tail -n 1)
+printf '    (%ds)\n' $((SECONDS - s))
 export KAS_BIN_DIR="$BIN_DIR"
 step "ruff"
 t .venv/bin/ruff check scheduler tests bench
