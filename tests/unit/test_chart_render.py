@@ -426,6 +426,66 @@ def test_several_replicas_without_election_are_refused(tmp_path: Path) -> None:
     assert "replicas=2 needs leader election" in err
 
 
+def test_lease_timings_reach_the_config(tmp_path: Path) -> None:
+    docs = render(
+        tmp_path, None, "replicas=2", "leaderElection.leaseDuration=1m30s",
+        "leaderElection.renewDeadline=1m", "leaderElection.retryPeriod=500ms",
+    )  # fmt: skip
+    le = scheduler_config(docs)["leaderElection"]
+    assert (le["leaseDuration"], le["renewDeadline"], le["retryPeriod"]) == ("1m30s", "1m", "500ms")
+
+
+LEASE_TIMINGS = [
+    # (leaseDuration, renewDeadline, retryPeriod), what the chart says when it refuses
+    (("15s", "10s", "2s"), None),
+    (("6s", "4s", "1s"), None),
+    (("1h", "59m59s", "2s"), None),
+    (("3s", "2500ms", "2000ms"), None),
+    (("1.5s", "1300000us", "1s"), None),
+    (("4s", "6s", "1s"), "leaderElection.renewDeadline (6s) must be less than leaseDuration (4s)"),
+    (("1m", "1m", "2s"), "must be less than leaseDuration (1m)"),
+    (("1h", "1h0m1s", "2s"), "must be less than leaseDuration (1h)"),
+    (("6s", "4s", "4s"), "leaderElection.renewDeadline (4s) must be greater than retryPeriod*1.2"),
+    (("3s", "2500ms", "2100ms"), "must be greater than retryPeriod*1.2"),
+    (("0s", "0s", "0s"), "must be greater than zero"),
+]
+
+
+@pytest.mark.parametrize(("timings", "refusal"), LEASE_TIMINGS, ids=lambda v: str(v))
+def test_lease_timings_the_scheduler_refuses_are_refused_at_render_time(
+    tmp_path: Path, timings: tuple[str, str, str], refusal: str | None
+) -> None:
+    """Inconsistent timings used to render fine and give pods that exit 2 at start, in a
+    crash loop after a "successful" install. The chart and the scheduler now agree."""
+    sets = [
+        f"leaderElection.{k}={v}"
+        for k, v in zip(("leaseDuration", "renewDeadline", "retryPeriod"), timings, strict=True)
+    ]
+    # what the scheduler itself says about these timings
+    cfg = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {
+            "leaderElect": True, "resourceName": "kas", "resourceNamespace": "ns",
+            "leaseDuration": timings[0], "renewDeadline": timings[1], "retryPeriod": timings[2],
+        },
+        "profiles": [{"schedulerName": "kube-async-scheduler"}],
+    }  # fmt: skip
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+    proc = subprocess.run(
+        [sys.executable, "-m", "scheduler", "run", "--config", str(tmp_path / "c.yaml"),
+         "--kubeconfig", str(tmp_path / "none"), "--write-config-to", str(tmp_path / "e.yaml")],
+        capture_output=True, text=True, timeout=60, check=False, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == (0 if refusal is None else 2), proc.stderr
+    if refusal is None:
+        render(tmp_path, None, "replicas=2", *sets)
+    else:
+        assert refusal in render_fails(tmp_path, None, "replicas=2", *sets)
+    # without leader election the timings are not used, and not checked (as the scheduler)
+    render(tmp_path, None, "leaderElection.enabled=false", *sets)
+
+
 EXPECTED_CLUSTER_RULES = {
     ("", "pods"): {"get", "list", "watch", "delete"},
     ("", "pods/binding"): {"create"},

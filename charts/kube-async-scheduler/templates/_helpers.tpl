@@ -72,6 +72,40 @@ election is refused: two active schedulers would race to bind the same pods.
 {{- end }}
 
 {{/*
+Seconds in a Go duration string (the schema's pattern: 15s, 1m30s, 500ms, 1.5h), as a float.
+*/}}
+{{- define "kas.seconds" -}}
+{{- $units := dict "ns" 1e-9 "us" 1e-6 "µs" 1e-6 "ms" 0.001 "s" 1.0 "m" 60.0 "h" 3600.0 }}
+{{- $total := 0.0 }}
+{{- range $part := regexFindAll "[0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h)" . -1 }}
+{{- $num := regexFind "^[0-9]+(\\.[0-9]+)?" $part }}
+{{- $unit := trimPrefix $num $part }}
+{{- $total = addf $total (mulf (float64 $num) (get $units $unit)) }}
+{{- end }}
+{{- $total }}
+{{- end }}
+
+{{/*
+The lease timings the scheduler (like client-go) refuses at start: refused here, at
+install time, instead of pods that exit 2 in a crash loop after a "successful" install.
+*/}}
+{{- define "kas.checkLeaderElection" -}}
+{{- $le := .Values.leaderElection }}
+{{- $lease := float64 (include "kas.seconds" $le.leaseDuration) }}
+{{- $renew := float64 (include "kas.seconds" $le.renewDeadline) }}
+{{- $retry := float64 (include "kas.seconds" $le.retryPeriod) }}
+{{- if or (le $lease 0.0) (le $renew 0.0) (le $retry 0.0) }}
+{{- fail "leaderElection: leaseDuration, renewDeadline and retryPeriod must be greater than zero" }}
+{{- end }}
+{{- if ge $renew $lease }}
+{{- fail (printf "leaderElection.renewDeadline (%s) must be less than leaseDuration (%s)" $le.renewDeadline $le.leaseDuration) }}
+{{- end }}
+{{- if le $renew (mulf $retry 1.2) }}
+{{- fail (printf "leaderElection.renewDeadline (%s) must be greater than retryPeriod*1.2 (retryPeriod %s)" $le.renewDeadline $le.retryPeriod) }}
+{{- end }}
+{{- end }}
+
+{{/*
 The Lease name. ONE value feeds both the config's leaderElection.resourceName and the
 Role's resourceNames; if they differed, the scheduler could never take the Lease and
 pods would stay Pending without a word.
@@ -115,6 +149,7 @@ pods would stay Pending without a word.
 {{- if hasKey $p "percentageOfNodesToScore" }}{{- $_ := set $out "percentageOfNodesToScore" $p.percentageOfNodesToScore }}{{- end }}
 {{- $profiles = append $profiles $out }}
 {{- end }}
+{{- if eq (include "kas.leaderElect" .) "true" }}{{- include "kas.checkLeaderElection" . }}{{- end }}
 {{- $le := dict
   "leaderElect" (eq (include "kas.leaderElect" .) "true")
   "leaseDuration" .Values.leaderElection.leaseDuration
