@@ -65,7 +65,7 @@ from scheduler.model.pdb import PDBInfo, pdb_from_dict
 from scheduler.plugins import default_preemption
 from scheduler.plugins.default_preemption import PreemptionServices
 from scheduler.plugins.registry import in_tree_registry
-from scheduler.preemption import PreemptionExecutor
+from scheduler.preemption import ExecutorSettings, PreemptionExecutor
 from scheduler.queue import SchedulingQueue
 from scheduler.server import HealthServer
 
@@ -162,6 +162,11 @@ class SchedulerApp:
             activate=lambda pods: self.queue.activate(pods),
             reject_waiting=self._reject_waiting,
             metrics=m,
+            # a preemptor whose tasks keep failing backs off as pods do
+            settings=ExecutorSettings(
+                retry_initial=float(cfg.pod_initial_backoff_seconds),
+                retry_max=float(cfg.pod_max_backoff_seconds),
+            ),
         )
         services = PreemptionServices(
             executor=self.executor,

@@ -16,7 +16,9 @@ One task per preemption (KEP-4832's "goroutine"), steps in the contract's order:
 5. finish: the preemptor leaves "preempting", metrics get the real result and the real
    duration (upstream records 'success' and ~0 s because its deferred calls capture the
    values too early);
-6. on error the preemptor is requeued at once, its nomination kept;
+6. on error the preemptor is requeued at once, its nomination kept; if the same
+   preemptor's tasks keep failing, each further re-activation waits longer (settings
+   retry_initial/retry_max, the pod backoff), so a persistent refusal is no hot loop;
 7. the preemptor is always re-activated when the task ends (k/k #141694: upstream waits
    for victim delete events, which may never come when the last victim was already gone).
    After a success the PreEnqueue gate still holds it until the cache shows the last
@@ -122,6 +124,12 @@ class ExecutorSettings:
     issued_delete_ttl: float = 120.0
     """seconds a successful DELETE is remembered by uid, so a concurrent preemptor does
     not delete the same victim again before the informer shows its deletionTimestamp."""
+    retry_initial: float = 1.0
+    retry_max: float = 10.0
+    """A failed task re-activates its preemptor at once; after consecutive failures of
+    the same preemptor the re-activation waits retry_initial * 2^(n-2) seconds (n >= 2),
+    at most retry_max: a refusal that persists (an admission webhook, RBAC) must not turn
+    into a retry loop hammering the API server. The app sets the pod backoff values."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +184,9 @@ class PreemptionExecutor:
         # preemptor uid -> (last victim, when its task ended): a successful task's
         # preemptor stays gated until the cache shows that victim leaving (release)
         self._awaiting: dict[str, tuple[PodInfo, float]] = {}
+        # preemptor uid -> (consecutive failed tasks, when the last one ended)
+        self._failures: dict[str, tuple[int, float]] = {}
+        self._retries: dict[str, asyncio.TimerHandle] = {}  # delayed re-activations
         self._closed = False
 
     # ------------------------------------------------------------------ reads
@@ -247,6 +258,7 @@ class PreemptionExecutor:
         if uid in self._running:
             raise RuntimeError(f"a preemption for {decision.preemptor.key} is already running")
         self._awaiting.pop(uid, None)
+        self._cancel_retry(uid)
         gated = any(self.needs_call(v) for v in decision.victims)
         p = _Preemption(decision, message, gated)
         self._running[uid] = p
@@ -260,20 +272,22 @@ class PreemptionExecutor:
     async def _background(self, p: _Preemption) -> bool:
         start = self._clock.now()
         result = RESULT_ERROR
+        cancelled = False
         try:
             ok = await self._steps(p)
             result = RESULT_SUCCESS if ok else RESULT_ERROR
             return ok
         except asyncio.CancelledError:
             log.info("preemption cancelled preemptor=%s", p.decision.preemptor.key)
+            cancelled = True
             raise
         except Exception:  # a bug must not strand the preemptor: fall through to finish
             log.exception("preemption task crashed preemptor=%s", p.decision.preemptor.key)
             return False
         finally:
-            self._finish(p, result, self._clock.now() - start)
+            self._finish(p, result, self._clock.now() - start, cancelled)
 
-    def _finish(self, p: _Preemption, result: str, elapsed: float) -> None:
+    def _finish(self, p: _Preemption, result: str, elapsed: float, cancelled: bool) -> None:
         decision = p.decision
         preemptor = decision.preemptor
         if self._running.get(preemptor.uid) is p:
@@ -283,11 +297,13 @@ class PreemptionExecutor:
         if self._metrics is not None:
             self._metrics.preemption_goroutines_execution.labels(result=result).inc()
             self._metrics.preemption_goroutines_duration.labels(result=result).observe(elapsed)
+        delay = self._next_retry(preemptor, result, cancelled)
         if result == RESULT_ERROR:
             log.warning(
-                "preemption failed, requeueing preemptor=%s node=%s errors=%s",
+                "preemption failed, requeueing preemptor=%s node=%s retry_in=%.1fs errors=%s",
                 preemptor.key,
                 decision.node,
+                delay,
                 "; ".join(p.errors) or "cancelled",
             )
         else:
@@ -298,12 +314,47 @@ class PreemptionExecutor:
                 len(decision.victims),
                 elapsed,
             )
-        # steps 6 and 7: requeue at once on error, re-activate always (the nomination
-        # stays in the nominator either way)
+        # steps 6 and 7: requeue on error (at once, unless it keeps failing), re-activate
+        # always (the nomination stays in the nominator either way)
+        self._requeue(preemptor, delay)
+
+    def _next_retry(self, preemptor: PodInfo, result: str, cancelled: bool) -> float:
+        """Seconds until the preemptor is re-activated: 0 after a success, a cancellation
+        or a first failure; growing with each further consecutive failure."""
+        uid = preemptor.uid
+        if result == RESULT_SUCCESS:
+            self._failures.pop(uid, None)
+            return 0.0
+        if cancelled:
+            return 0.0
+        n = self._failures.get(uid, (0, 0.0))[0] + 1
+        self._failures[uid] = (n, self._clock.now())
+        if n < 2 or self.settings.retry_initial <= 0:
+            return 0.0
+        return min(self.settings.retry_initial * 2 ** (n - 2), self.settings.retry_max)
+
+    def _requeue(self, preemptor: PodInfo, delay: float) -> None:
+        self._cancel_retry(preemptor.uid)
+        if delay > 0 and not self._closed:
+            handle = asyncio.get_running_loop().call_later(delay, self._retry, preemptor)
+            self._retries[preemptor.uid] = handle
+            return
         try:
             self._activate([preemptor])
         except Exception:
             log.exception("activating the preemptor failed preemptor=%s", preemptor.key)
+
+    def _retry(self, preemptor: PodInfo) -> None:
+        self._retries.pop(preemptor.uid, None)
+        try:
+            self._activate([preemptor])
+        except Exception:
+            log.exception("activating the preemptor failed preemptor=%s", preemptor.key)
+
+    def _cancel_retry(self, uid: str) -> None:
+        handle = self._retries.pop(uid, None)
+        if handle is not None:
+            handle.cancel()
 
     def _await_last_victim(self, p: _Preemption, result: str) -> None:
         # success with a last victim that took a call: the answer to its DELETE came
@@ -326,20 +377,26 @@ class PreemptionExecutor:
         gate (the loop waits anyway); metrics and the final activation as in async mode."""
         p = _Preemption(decision, message, gated=False)
         self._awaiting.pop(decision.preemptor.uid, None)
+        self._cancel_retry(decision.preemptor.uid)
         start = self._clock.now()
         result = RESULT_ERROR
+        cancelled = False
         try:
             ok = await self._steps(p)
             result = RESULT_SUCCESS if ok else RESULT_ERROR
             return ok
+        except asyncio.CancelledError:
+            cancelled = True
+            raise
         finally:
             elapsed = self._clock.now() - start
             self._await_last_victim(p, result)
             if self._metrics is not None:
                 self._metrics.preemption_goroutines_execution.labels(result=result).inc()
                 self._metrics.preemption_goroutines_duration.labels(result=result).observe(elapsed)
-            with contextlib.suppress(Exception):
-                self._activate([decision.preemptor])
+            self._requeue(
+                decision.preemptor, self._next_retry(decision.preemptor, result, cancelled)
+            )
 
     # ------------------------------------------------------------------ the steps
 
@@ -527,7 +584,7 @@ class PreemptionExecutor:
         )
 
     def _prune_deleted(self) -> None:
-        if not self._deleted and not self._awaiting:
+        if not self._deleted and not self._awaiting and not self._failures:
             return
         horizon = self._clock.now() - self.settings.issued_delete_ttl
         for uid in [u for u, t in self._deleted.items() if t < horizon]:
@@ -536,6 +593,8 @@ class PreemptionExecutor:
         # told: the gate opens after the same horizon
         for uid in [u for u, (_, t) in self._awaiting.items() if t < horizon]:
             del self._awaiting[uid]
+        for uid in [u for u, (_, t) in self._failures.items() if t < horizon]:
+            del self._failures[uid]
 
     # ------------------------------------------------------------------ shutdown
 
@@ -544,6 +603,9 @@ class PreemptionExecutor:
         cancel the rest (each still finishes: leaves "preempting", records metrics,
         re-activates its preemptor). Returns how many were cancelled."""
         self._closed = True
+        for handle in self._retries.values():
+            handle.cancel()
+        self._retries.clear()
         pending = set(self._tasks)
         if not pending:
             return 0

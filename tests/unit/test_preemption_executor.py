@@ -94,18 +94,24 @@ class Harness:
     activated: list[list[str]]
     waiting: set[str]
     clock: FakeClock
+    activation: asyncio.Event  # set at each activation
 
     def sample(self, name: str, **labels: str) -> float | None:
         return self.metrics.registry.get_sample_value(name, labels)
 
 
-def harness(max_parallel: int = 16) -> Harness:
+def harness(max_parallel: int = 16, retry_initial: float = 1.0, retry_max: float = 10.0) -> Harness:
     clock = FakeClock()
     api = FakeApi(clock)
     events = FakeEvents()
     metrics = SchedulerMetrics()
     activated: list[list[str]] = []
     waiting: set[str] = set()
+    activation = asyncio.Event()
+
+    def activate(pods: Sequence[PodInfo]) -> None:
+        activated.append([p.name for p in pods])
+        activation.set()
 
     def reject(victim: PodInfo, message: str) -> bool:
         if victim.uid in waiting:
@@ -116,13 +122,15 @@ def harness(max_parallel: int = 16) -> Harness:
     ex = PreemptionExecutor(
         api,
         events,
-        activate=lambda pods: activated.append([p.name for p in pods]),
+        activate=activate,
         reject_waiting=reject,
         metrics=metrics,
-        settings=ExecutorSettings(max_parallel_victims=max_parallel),
+        settings=ExecutorSettings(
+            max_parallel_victims=max_parallel, retry_initial=retry_initial, retry_max=retry_max
+        ),
         clock=clock,
     )
-    return Harness(api, events, metrics, ex, activated, waiting, clock)
+    return Harness(api, events, metrics, ex, activated, waiting, clock, activation)
 
 
 def pod(name: str, prio: int = 1, **kw: Any) -> PodInfo:
@@ -220,6 +228,41 @@ async def test_a_failed_task_does_not_keep_its_preemptor_gated() -> None:
     await h.executor.start(decision([pod("v1", 2), pod("last", 1)]))
     assert not h.executor.is_gated(PREEMPTOR.uid)
     assert h.executor.last_victim(PREEMPTOR.uid) is None
+
+
+async def test_a_preemptor_whose_tasks_keep_failing_is_reactivated_later_each_time() -> None:
+    # a refusal that persists (a webhook, RBAC) must not become a hot retry loop: the
+    # first failure re-activates at once, further ones after retry_initial * 2^(n-2)
+    h = harness(retry_initial=0.05, retry_max=0.1)
+    h.api.fail[("delete", "default/v")] = ServerError(403, "Forbidden", "refused")
+    loop = asyncio.get_running_loop()
+    waits = []
+    for expected in (0.0, 0.05, 0.1, 0.1):
+        h.activation.clear()
+        t0 = loop.time()
+        await h.executor.start(decision([pod("v")]))
+        await asyncio.wait_for(h.activation.wait(), 2)
+        waits.append(loop.time() - t0)
+        assert expected <= waits[-1] < expected + 0.5, (expected, waits)
+    assert h.sample("scheduler_preemption_goroutines_execution_total", result="error") == 4
+    # a success resets the count: the next failure re-activates at once again
+    del h.api.fail[("delete", "default/v")]
+    before = len(h.activated)
+    await h.executor.start(decision([pod("v2")]))
+    h.api.fail[("delete", "default/v3")] = ServerError(403, "Forbidden", "refused")
+    await h.executor.start(decision([pod("v3")]))
+    assert len(h.activated) == before + 2  # the success's, then the failure's, at once
+
+
+async def test_shutdown_cancels_a_delayed_reactivation() -> None:
+    h = harness(retry_initial=0.05)
+    h.api.fail[("delete", "default/v")] = ServerError(403, "Forbidden", "refused")
+    await h.executor.start(decision([pod("v")]))
+    await h.executor.start(decision([pod("v")]))
+    before = len(h.activated)
+    await h.executor.shutdown(1.0)
+    await asyncio.sleep(0.1)
+    assert len(h.activated) == before
 
 
 async def test_an_awaited_last_victim_is_forgotten_after_the_ttl() -> None:
