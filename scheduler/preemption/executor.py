@@ -331,7 +331,8 @@ class PreemptionExecutor:
         self._failures[uid] = (n, self._clock.now())
         if n < 2 or self.settings.retry_initial <= 0:
             return 0.0
-        return min(self.settings.retry_initial * 2 ** (n - 2), self.settings.retry_max)
+        delay: float = self.settings.retry_initial * float(2 ** (n - 2))
+        return min(delay, self.settings.retry_max)
 
     def _requeue(self, preemptor: PodInfo, delay: float) -> None:
         self._cancel_retry(preemptor.uid)
