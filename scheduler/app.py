@@ -68,6 +68,13 @@ from scheduler.plugins.registry import in_tree_registry
 from scheduler.preemption import ExecutorSettings, PreemptionExecutor
 from scheduler.queue import SchedulingQueue
 from scheduler.server import HealthServer
+from scheduler.workload_selectors import (
+    WorkloadSelectors,
+    replica_set_from_dict,
+    replication_controller_from_dict,
+    service_from_dict,
+    stateful_set_from_dict,
+)
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +90,10 @@ PVCS = Resource("", "v1", "persistentvolumeclaims")
 PVS = Resource("", "v1", "persistentvolumes")
 STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses")
 PDBS = Resource("policy", "v1", "poddisruptionbudgets")
+SERVICES = Resource("", "v1", "services")
+REPLICATION_CONTROLLERS = Resource("", "v1", "replicationcontrollers")
+REPLICA_SETS = Resource("apps", "v1", "replicasets")
+STATEFUL_SETS = Resource("apps", "v1", "statefulsets")
 
 
 @dataclass
@@ -148,6 +159,7 @@ class SchedulerApp:
         self.cache = Cache()
         self.nominator = Nominator()
         self.listers = InMemoryListers()
+        self.workloads = WorkloadSelectors()
         self.frameworks: dict[str, Framework] = {}
         self.pdb_informer: Informer[PDBInfo] = Informer(
             connection,
@@ -180,6 +192,7 @@ class SchedulerApp:
         )
         for i, prof in enumerate(cfg.profiles):
             handle = Handle.from_listers(self.listers, binder=self._bind)
+            handle.workload_selectors = self.workloads
             self.frameworks[prof.scheduler_name] = Framework(
                 framework_profile(cfg, i),
                 registry,
@@ -209,8 +222,14 @@ class SchedulerApp:
             connection, NODES, node_from_dict, self.node_handler, name="nodes"
         )
         ls = self.listers
+        wl = self.workloads
         self.other_informers: list[Informer[Any]] = [
             self.pdb_informer,
+            Informer(connection, SERVICES, service_from_dict, wl, name="services"),
+            Informer(connection, REPLICATION_CONTROLLERS, replication_controller_from_dict, wl,
+                     name="replicationcontrollers"),
+            Informer(connection, REPLICA_SETS, replica_set_from_dict, wl, name="replicasets"),
+            Informer(connection, STATEFUL_SETS, stateful_set_from_dict, wl, name="statefulsets"),
             Informer(connection, NAMESPACES, namespace_from_dict,
                      _ListerFeed(ls.set_namespace, lambda o: ls.namespaces.pop(o.name, None))),
             Informer(connection, PVCS, pvc_from_dict,

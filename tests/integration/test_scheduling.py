@@ -261,3 +261,36 @@ def test_a_pod_bound_by_someone_else_between_assume_and_bind_leaves_the_cache_co
         sched.stop()
         hook.stop()
         local.down()
+
+
+def test_replicas_behind_a_service_spread_by_the_system_default_constraints(tmp_path: Path) -> None:
+    local = LocalCluster(tmp_path / "cluster")
+    # one big node that LeastAllocated alone would prefer for every small pod
+    local.up([NodeGroup(count=1, name_prefix="big", cpu="64", memory="256Gi", zones=("zone-a",)),
+              NodeGroup(count=3, name_prefix="small", cpu="4", memory="16Gi", zones=("zone-b", "zone-c", "zone-d"))])  # fmt: skip
+    cluster = ClusterHandle(local)
+    sched = SchedulerProcess(
+        cluster.kubeconfig, write_config(tmp_path / "config.yaml"), tmp_path / "s.log"
+    )
+    try:
+        sched.start()
+        ns = cluster.create_namespace("spread-default")
+        cluster.api("POST", f"/api/v1/namespaces/{ns}/services",
+                    {"metadata": {"name": "web"}, "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}})  # fmt: skip
+        for group in ("web", "loner"):
+            for i in range(8):
+                cluster.create_pod(
+                    ns, pod_manifest(f"{group}-{i}", cpu="100m", labels={"app": group})
+                )
+                # one at a time, so each placement sees the previous ones
+                wait_for(lambda g=group, i=i: (cluster.get_pod(ns, f"{g}-{i}") or {}).get("spec", {}).get("nodeName"),
+                         timeout=20, what=f"{group}-{i} bound")  # fmt: skip
+        nodes: dict[str, set[str]] = {"web": set(), "loner": set()}
+        for p in cluster.list_pods(ns):
+            nodes[p["metadata"]["labels"]["app"]].add(p["spec"]["nodeName"])
+        # the service's pods spread over every node; the same pods with no workload do not
+        assert nodes["web"] == {"big-0", "small-0", "small-1", "small-2"}
+        assert len(nodes["loner"]) < 4, nodes
+    finally:
+        sched.stop()
+        local.down()

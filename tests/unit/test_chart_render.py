@@ -500,6 +500,10 @@ EXPECTED_CLUSTER_RULES = {
     ("", "persistentvolumeclaims"): {"get", "list", "watch"},
     ("", "persistentvolumes"): {"get", "list", "watch"},
     ("storage.k8s.io", "storageclasses"): {"get", "list", "watch"},
+    ("", "services"): {"get", "list", "watch"},
+    ("", "replicationcontrollers"): {"get", "list", "watch"},
+    ("apps", "replicasets"): {"get", "list", "watch"},
+    ("apps", "statefulsets"): {"get", "list", "watch"},
 }
 
 
