@@ -341,6 +341,8 @@ class LocalCluster:
                 early_exit = "exited during start" in str(exc)
                 if not early_exit or fixed or attempt == 3:
                     raise
+                # never leave a second copy on the same data dir behind
+                process.stop(pid, self.state.binaries.get(name), sig=signal.SIGKILL)
                 for port_name in self._ports_of(name):
                     self.state.ports[port_name] = free_port()
                 log.info("%s exited during start (%s); retrying on new ports", name, exc)
