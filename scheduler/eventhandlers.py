@@ -123,11 +123,27 @@ class PodEventHandler:
             # it became terminating while pending: nothing to schedule any more
             self.queue.delete(old)
 
+    def _activate_nominees(self, gone: PodInfo) -> None:
+        """Beyond upstream: a pod nominated to this node with a higher priority than the
+        pod that just left it is waiting for exactly this room (usually a preemptor and
+        its victim). Upstream moves it through the queueing hints, which respect its
+        backoff, so a preemptor that retried while its victims were still terminating
+        waits out a 1-2 s backoff after the room is free. Activating it skips that wait;
+        it is tried at once against a cache that no longer holds the victim."""
+        waiting = [
+            p
+            for p in self.nominator.nominated_pods_for_node(gone.node_name)
+            if p.priority > gone.priority and self.responsible_for(p)
+        ]
+        if waiting:
+            self.queue.activate(waiting)
+
     def on_delete(self, pod: PodInfo) -> None:
         self.nominator.on_pod_delete(pod)
         if pod.node_name:
             self.cache.remove_pod(pod)
             self.queue.assigned_pod_deleted(pod)
+            self._activate_nominees(pod)
         elif self.responsible_for(pod):
             self.queue.delete(pod)
         if self.on_pod_deleted is not None:

@@ -1,0 +1,89 @@
+"""Informer events routed into the cache, queue and nominator (real objects, no cluster)."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler.cache import Cache, Nominator
+from scheduler.clock import FakeClock
+from scheduler.eventhandlers import NodeEventHandler, PodEventHandler
+from scheduler.model import PodInfo
+from scheduler.queue import ACTIVE, UNSCHEDULABLE, SchedulingQueue
+from tests.unit.builders import make_node, make_pod
+
+SCHED = "kube-async-scheduler"
+
+
+def _setup() -> tuple[FakeClock, Cache, SchedulingQueue[PodInfo], Nominator, PodEventHandler]:
+    clock = FakeClock()
+    cache = Cache(clock)
+    queue: SchedulingQueue[PodInfo] = SchedulingQueue(
+        clock=clock, pod_initial_backoff=10, pod_max_backoff=10
+    )
+    nominator = Nominator()
+    pods = PodEventHandler(cache, queue, nominator, [SCHED])
+    NodeEventHandler(cache, queue).on_add(
+        make_node("n1").capacity(cpu="4", memory="8Gi", pods=110).obj()
+    )
+    return clock, cache, queue, nominator, pods
+
+
+async def _fail_once(queue: SchedulingQueue[PodInfo], uid: str) -> None:
+    info = await queue.pop()
+    assert info is not None and info.pod.uid == uid
+    queue.add_unschedulable_if_not_present(info, ["NodeResourcesFit"], queue.scheduling_cycle)
+    queue.done(uid)
+
+
+@pytest.mark.parametrize(
+    ("victim_priority", "preemptor_scheduler", "expect"),
+    [
+        (0, SCHED, ACTIVE),  # the room it waits for: tried at once, no backoff
+        (200, SCHED, UNSCHEDULABLE),  # a pod of higher priority left: nothing special
+        (0, "other-scheduler", None),  # not ours: never in our queue
+    ],
+)
+async def test_a_nominee_is_activated_when_a_lower_priority_pod_leaves_its_node(
+    victim_priority: int, preemptor_scheduler: str, expect: str | None
+) -> None:
+    _, _, queue, nominator, handler = _setup()
+    victim = (
+        make_pod("victim")
+        .scheduler("x")
+        .node("n1")
+        .priority(victim_priority)
+        .requests(cpu="3")
+        .obj()
+    )
+    handler.on_add(victim)
+    preemptor = (
+        make_pod("preemptor").scheduler(preemptor_scheduler).priority(100).requests(cpu="3").obj()
+    )
+    handler.on_add(preemptor)
+    if expect is not None:
+        # an attempt that just failed: it sits with the unschedulable pods, its 10 s
+        # backoff running
+        await _fail_once(queue, preemptor.uid)
+    nominator.add(preemptor, "n1")
+    handler.on_delete(victim)
+    assert queue.where(preemptor.uid) == expect
+
+
+def test_a_pod_bound_elsewhere_leaves_the_queue_and_counts_in_the_cache() -> None:
+    _, cache, queue, nominator, handler = _setup()
+    pod = make_pod("p").scheduler(SCHED).requests(cpu="1").nominated("n1").obj()
+    handler.on_add(pod)
+    assert queue.where(pod.uid) == ACTIVE and nominator.nominated_node(pod) == "n1"
+    bound = make_pod("p").uid(pod.uid).scheduler(SCHED).requests(cpu="1").node("n1").obj()
+    handler.on_update(pod, bound)
+    assert queue.where(pod.uid) is None
+    assert nominator.nominated_node(pod) is None
+    assert cache.get_pod(pod.uid) is not None
+
+
+def test_a_pending_pod_that_starts_terminating_leaves_the_queue() -> None:
+    _, _, queue, _, handler = _setup()
+    pod = make_pod("p").scheduler(SCHED).obj()
+    handler.on_add(pod)
+    handler.on_update(pod, make_pod("p").uid(pod.uid).scheduler(SCHED).terminating().obj())
+    assert queue.where(pod.uid) is None
