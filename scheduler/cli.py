@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,6 +36,9 @@ def _cluster_up(args: argparse.Namespace) -> int:
         groups = load_node_mix(Path(args.node_mix)) if args.node_mix else default_mix(args.nodes)
     except ClusterError as exc:
         return _fail(str(exc), EXIT_BAD_INPUT)
+    # `cluster up` returns and leaves the cluster running: its processes must not be tied
+    # to this short-lived one (the test suite sets this for clusters it starts itself)
+    os.environ.pop("KAS_CLUSTER_DIE_WITH_PARENT", None)
     try:
         cluster = LocalCluster(args.dir)
         cluster.up(

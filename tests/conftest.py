@@ -5,6 +5,7 @@ hack/install-binaries.sh (KAS_BIN_DIR overrides where they are)."""
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -16,6 +17,10 @@ from scheduler.cluster.nodes import NodeGroup
 from tests.kube import ClusterHandle
 
 _counter = itertools.count()
+# every control plane a test starts dies with the test process, even if pytest is killed
+# before its teardown runs (`cluster up` run as a command drops the setting: its
+# processes must outlive it)
+os.environ["KAS_CLUSTER_DIE_WITH_PARENT"] = "1"
 
 
 def _start(tmp_path_factory: pytest.TempPathFactory, nodes: list[NodeGroup] | int) -> ClusterHandle:

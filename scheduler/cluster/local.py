@@ -74,6 +74,9 @@ class ClusterState:
     pids: dict[str, int] = field(default_factory=dict)
     binaries: dict[str, str] = field(default_factory=dict)
     version: str = ""
+    # every process ever started for this cluster (retries and restarts included), so
+    # down() leaves none behind even if one was replaced in `pids`
+    started: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def api_url(self) -> str:
@@ -317,6 +320,7 @@ class LocalCluster:
         for attempt in range(4):
             pid = process.start(name, self._argv(name, bins), self.log_dir)
             self.state.pids[name] = pid
+            self.state.started.append((name, pid))
             self._save_state()
             try:
                 # etcd now and then stalls before serving when several clusters start at
@@ -501,7 +505,11 @@ class LocalCluster:
             if pid and process.is_running(pid, self.state.binaries.get(name)):
                 process.stop(pid, self.state.binaries.get(name))
                 stopped.append(name)
+        for name, pid in self.state.started:
+            if process.is_running(pid, self.state.binaries.get(name)):
+                process.stop(pid, self.state.binaries.get(name), sig=signal.SIGKILL)
         self.state.pids = {}
+        self.state.started = []
         self._save_state()
         return stopped
 

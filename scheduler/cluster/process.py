@@ -16,7 +16,19 @@ from pathlib import Path
 from scheduler.cluster.errors import ClusterError
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: ask the kernel to SIGKILL it when its parent dies."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
 def start(name: str, argv: list[str], log_dir: Path, env: dict[str, str] | None = None) -> int:
+    """Start `argv` detached, logging to log_dir/name.log. With KAS_CLUSTER_DIE_WITH_PARENT=1
+    (the test suite sets it) the process is killed when the starting process dies, so an
+    aborted test run leaves no control plane behind; `cluster up` leaves it unset, as its
+    processes must outlive the command."""
     log_dir.mkdir(parents=True, exist_ok=True)
     log = (log_dir / f"{name}.log").open("ab")
     try:
@@ -27,6 +39,9 @@ def start(name: str, argv: list[str], log_dir: Path, env: dict[str, str] | None 
             stderr=subprocess.STDOUT,
             start_new_session=True,
             env={**os.environ, **(env or {})},
+            preexec_fn=_die_with_parent
+            if os.environ.get("KAS_CLUSTER_DIE_WITH_PARENT") == "1"
+            else None,
         )
     except OSError as exc:
         raise ClusterError(f"cannot start {name} ({argv[0]}): {exc.strerror}") from exc
