@@ -134,10 +134,18 @@ def _run(args: argparse.Namespace) -> int:
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
-    out = Path(args.out) if args.out else RESULTS / f"{args.suite}-{stamp}.json"
-    opts = Options(qps=args.qps, burst=args.burst, concurrency=args.concurrency, keep=args.keep)
+    # a run with slowed deletes is its own section of the report
+    suite_label = args.suite + (f"-delete-{args.delete_latency:g}s" if args.delete_latency else "")
+    out = Path(args.out) if args.out else RESULTS / f"{suite_label}-{stamp}.json"
+    opts = Options(
+        qps=args.qps,
+        burst=args.burst,
+        concurrency=args.concurrency,
+        keep=args.keep,
+        delete_latency=args.delete_latency,
+    )
     doc: dict[str, Any] = {
-        "suite": args.suite,
+        "suite": suite_label,
         "command": "python -m bench " + shlex.join(sys.argv[1:]),
         "started": stamp,
         "machine": _machine(),
@@ -146,6 +154,7 @@ def _run(args: argparse.Namespace) -> int:
             "qps": opts.qps,
             "burst": opts.burst,
             "concurrency": opts.concurrency,
+            "delete_latency_s": opts.delete_latency,
             "repeat": args.repeat,
             "schedulers": contenders,
         },
@@ -239,6 +248,12 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=64,
         help="in-flight creates of the harness and binds of the ceiling",
+    )
+    r.add_argument(
+        "--delete-latency",
+        type=float,
+        default=0.0,
+        help="seconds a real admission webhook holds every pod DELETE (default 0: none)",
     )
     r.add_argument("--out", help="result file (default bench/results/<suite>-<time>.json)")
     r.add_argument("--no-docs", action="store_true", help="do not regenerate docs/")

@@ -58,6 +58,9 @@ class Options:
     burst: int = 5000
     concurrency: int = 64
     """In-flight creates of the harness and in-flight binds of the ceiling."""
+    delete_latency: float = 0.0
+    """Seconds a real admission webhook holds every pod DELETE in the bench namespace
+    (tests/webhook.py), to measure preemption when the API answers deletes slowly."""
     keep: bool = False
     workdir: Path | None = None
 
@@ -295,6 +298,7 @@ async def run_one(
     phases: dict[str, float] = {}
     t = time.monotonic()
     monitor: Monitor | None = None
+    hook: Any = None
     try:
         progress(f"{label}: starting a cluster with {w.nodes} nodes", True)
         for attempt in (1, 2):
@@ -319,6 +323,8 @@ async def run_one(
         ) as api:
             await _untaint_nodes(api, w, opts.concurrency)
             kubeconfig = await _setup(api, cluster, base)
+            if opts.delete_latency > 0:
+                hook = await asyncio.to_thread(_start_delete_latency, cluster, opts.delete_latency)
             t = time.monotonic()
             progress(f"{label}: creating {w.init_pods} init pods (bound by spec.nodeName)", True)
             fails = await create_pods(api, init_pods(w), opts.concurrency)
@@ -439,11 +445,25 @@ async def run_one(
     finally:
         if monitor is not None and monitor.alive():
             await monitor.stop()
+        if hook is not None:
+            await asyncio.to_thread(hook.stop)
         await asyncio.to_thread(cluster.down)
         _reap_leftovers(base)
         if not opts.keep:
             shutil.rmtree(base, ignore_errors=True)
     return result
+
+
+def _start_delete_latency(cluster: LocalCluster, seconds: float) -> Any:
+    """The test suite's DELETE webhook (a real ValidatingWebhookConfiguration), holding
+    every pod DELETE in the bench namespace for `seconds`; kwok's own final deletes pass."""
+    from tests.kube import ClusterHandle
+    from tests.webhook import DeleteWebhook
+
+    hook = DeleteWebhook(ClusterHandle(cluster), NAMESPACE, name="bench-delete-latency")
+    hook.start()
+    hook.delay = seconds
+    return hook
 
 
 def _reap_leftovers(run_dir: Path) -> None:
