@@ -215,3 +215,28 @@ async def test_repeats_queued_before_the_create_is_written_ride_on_the_create() 
     await rec.stop()
     assert [e["series"]["count"] for e in sink.created] == [5]
     assert sink.patched == []
+
+
+async def test_writes_overlap_so_a_slow_api_does_not_drop_events_at_the_bind_rate() -> None:
+    class SlowSink(FakeSink):
+        in_flight = 0
+        peak = 0
+
+        async def create_event(self, event: dict[str, Any]) -> dict[str, Any]:
+            SlowSink.in_flight += 1
+            SlowSink.peak = max(SlowSink.peak, SlowSink.in_flight)
+            await asyncio.sleep(0.01)
+            SlowSink.in_flight -= 1
+            return await super().create_event(event)
+
+    sink = SlowSink()
+    rec, _ = recorder(sink, buffer_size=50)
+    rec.start()
+    for i in range(200):  # 200 distinct pods, faster than one write at a time could keep up
+        rec.event(pod_ref("ns", f"p{i}"), NORMAL, "Scheduled", "Binding", "ok")
+        if i % 40 == 39:
+            await asyncio.sleep(0.05)
+    await rec.stop(grace=5.0)
+    assert SlowSink.peak > 1
+    assert rec.dropped == 0
+    assert len(sink.created) == 200
