@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "==> python environment"; bash hack/setup-venv.sh
-echo "==> control-plane binaries (the first build takes about 10 minutes)"
+echo "==> control-plane binaries (the first build takes 10-20 minutes)"
 KAS_BIN_DIR=$(bash hack/install-binaries.sh | tail -n 1)
 export KAS_BIN_DIR
 exec .venv/bin/kube-async-scheduler demo "$@"
