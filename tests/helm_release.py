@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
-import shutil
 import ssl
 import subprocess
 import urllib.error
@@ -22,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from tests import tools
 from tests.kube import ClusterHandle
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,14 +34,7 @@ FAST_LEASE = (
 
 
 def find_helm() -> str:
-    candidates = []
-    if os.environ.get("KAS_BIN_DIR"):
-        candidates.append(Path(os.environ["KAS_BIN_DIR"]) / "helm")
-    candidates.append(Path.home() / ".cache" / "kube-async-scheduler" / "bin" / "helm")
-    for c in candidates:
-        if c.is_file() and os.access(c, os.X_OK):
-            return str(c)
-    found = shutil.which("helm")
+    found = tools.find_helm()
     if found is None:
         raise AssertionError("helm not found (run hack/install-binaries.sh)")
     return found

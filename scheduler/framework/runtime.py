@@ -227,21 +227,21 @@ class Framework:
     def run_add_pod(
         self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, view: NodeView
     ) -> Status:
-        for p in self.pre_filter_extensions:
-            if p.name in state.skip_filter:
-                continue
-            st = p.add_pod(state, pod, pod_to_add, view)
-            if not st.ok:
-                return _tag(st, p.name)
-        return Status.success()
+        return self._run_extensions("add_pod", state, pod, pod_to_add, view)
 
     def run_remove_pod(
         self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, view: NodeView
     ) -> Status:
+        return self._run_extensions("remove_pod", state, pod, pod_to_remove, view)
+
+    def _run_extensions(
+        self, method: str, state: CycleState, pod: PodInfo, other: PodInfo, view: NodeView
+    ) -> Status:
+        """PreFilter extensions (AddPod/RemovePod) of the plugins not skipped this cycle."""
         for p in self.pre_filter_extensions:
             if p.name in state.skip_filter:
                 continue
-            st = p.remove_pod(state, pod, pod_to_remove, view)
+            st = getattr(p, method)(state, pod, other, view)
             if not st.ok:
                 return _tag(st, p.name)
         return Status.success()

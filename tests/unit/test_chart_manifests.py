@@ -4,28 +4,18 @@ compare, so a chart change without a re-render fails here (no drift)."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.tools import find_helm
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "hack" / "render-manifests.sh"
 MANIFESTS = ROOT / "deploy" / "kube-async-scheduler.yaml"
 NAMESPACE = "kube-async-scheduler"
-
-
-def find_helm() -> str | None:
-    candidates = []
-    if os.environ.get("KAS_BIN_DIR"):
-        candidates.append(Path(os.environ["KAS_BIN_DIR"]) / "helm")
-    candidates.append(Path.home() / ".cache" / "kube-async-scheduler" / "bin" / "helm")
-    for c in candidates:
-        if c.is_file() and os.access(c, os.X_OK):
-            return str(c)
-    return shutil.which("helm")
 
 
 HELM = find_helm()

@@ -8,8 +8,6 @@ hack/install-binaries.sh puts it), then PATH; without it these tests skip.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +15,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from tests.tools import find_helm
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "kube-async-scheduler"
@@ -31,17 +31,6 @@ UPSTREAM_DASHBOARD_METRICS = (
     "scheduler_preemption_victims_bucket",
     "scheduler_preemption_goroutines_duration_seconds_bucket",
 )
-
-
-def find_helm() -> str | None:
-    candidates = []
-    if os.environ.get("KAS_BIN_DIR"):
-        candidates.append(Path(os.environ["KAS_BIN_DIR"]) / "helm")
-    candidates.append(Path.home() / ".cache" / "kube-async-scheduler" / "bin" / "helm")
-    for c in candidates:
-        if c.is_file() and os.access(c, os.X_OK):
-            return str(c)
-    return shutil.which("helm")
 
 
 HELM = find_helm()

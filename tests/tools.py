@@ -1,0 +1,16 @@
+"""Where the test suite finds the binaries it drives directly (helm)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from scheduler.cluster.binaries import default_bin_dir
+
+
+def find_helm() -> str | None:
+    """helm from the project's bin folder ($KAS_BIN_DIR or the cache), else PATH."""
+    candidate = default_bin_dir() / "helm"
+    if candidate.is_file() and os.access(candidate, os.X_OK):
+        return str(candidate)
+    return shutil.which("helm")
