@@ -59,6 +59,7 @@ def compare(
 ) -> tuple[list[Difference], Counter[str]]:
     """Differences for one pod, and how many comparisons of each kind were made."""
     up, ours = result.upstream, result.ours
+    assert up is not None and ours is not None
     diffs: list[Difference] = []
     made: Counter[str] = Counter()
 
@@ -96,9 +97,9 @@ def compare(
             pu = up.plugin_scores.get(node, {})
             po = ours.plugin_scores.get(node, {})
             parts = [
-                f"{p} {pu.get(p)}/{po.get(p)}"
+                f"{p} {pu.get(p, 0)}/{po.get(p, 0)}"
                 for p in sorted(set(pu) | set(po))
-                if pu.get(p) != po.get(p)
+                if pu.get(p, 0) != po.get(p, 0)
             ]
             if parts:
                 detail += " (plugin upstream/ours: " + ", ".join(parts) + ")"
@@ -117,6 +118,7 @@ def compare(
 class Tally:
     made: Counter[str] = field(default_factory=Counter)
     differences: list[Difference] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # manifests the API server refused
     pods: int = 0
     scenarios: int = 0
 

@@ -77,8 +77,9 @@ class PodResult:
     scenario: int
     name: str
     priority_class: str
-    upstream: Decision
-    ours: Decision
+    upstream: Decision | None
+    ours: Decision | None
+    refused: str = ""  # the API server refused the manifest (a generator mistake)
 
 
 def _ok(status: int, body: Any, what: str) -> None:
@@ -254,7 +255,11 @@ class Oracle:
                 "metadata": {**pod["metadata"], "name": name},
                 "spec": {**pod["spec"], "schedulerName": sched},
             }
-            self._req("POST", f"/api/v1/namespaces/{ns}/pods", body)
+            status, out = self._api.request("POST", f"/api/v1/namespaces/{ns}/pods", body)
+            if status == 422 and sched == UPSTREAM:
+                # the generator wrote something the API server refuses: nobody decides it
+                return PodResult(scenario.index, base, "", None, None, refused=str(out))
+            _ok(status, out, f"POST pod {ns}/{name}")
         decisions = {s: Decision(s, f"{ns}/{n}") for s, n in copies.items()}
         written_at: dict[str, float] = {}
         deadline = time.monotonic() + DECISION_TIMEOUT

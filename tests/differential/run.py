@@ -33,6 +33,7 @@ class RunResult:
             "seconds": round(self.seconds, 1),
             "comparisons": dict(self.tally.made),
             "differences": [d.to_json() for d in self.tally.differences],
+            "refused_by_api_server": self.tally.refused,
             "decisions": [
                 {
                     "scenario": r.scenario,
@@ -42,6 +43,7 @@ class RunResult:
                     "ours": r.ours.to_json(),
                 }
                 for r, n in self.pods
+                if r.upstream is not None and r.ours is not None
             ],
         }
 
@@ -72,6 +74,10 @@ def run_oracle(
             results = oracle.run(scenario)
             before = len(tally.differences)
             for r in results:
+                if r.upstream is None or r.ours is None:
+                    tally.refused.append(f"{r.name}: {r.refused[:300]}")
+                    say(f"    the API server refused {r.name}: {r.refused[:300]}")
+                    continue
                 diffs, made = compare(r, len(scenario.nodes), victim_priority)
                 tally.add(diffs, made)
                 pods.append((r, len(scenario.nodes)))

@@ -85,7 +85,7 @@ def _node(rng: random.Random, name: str, zones: list[str]) -> dict[str, Any]:
     if rng.random() < 0.9:  # some nodes lack the zone key: spread must skip them
         labels[ZONE] = rng.choice(zones)
     if rng.random() < 0.15:
-        labels["tier"] = rng.choice(["high", "007", "-3", "+4"])  # odd integers for Gt/Lt
+        labels["tier"] = rng.choice(["high", "007", "1_000", "9223372036854775808", "5"])  # odd integers for Gt/Lt
     cpu = rng.choice([1000, 2000, 4000, 8000])
     mem = rng.choice([2048, 4096, 8192, 16384])
     resources: dict[str, str] = {
@@ -228,11 +228,16 @@ def _pod_affinity(rng: random.Random, namespaces: list[str], existing: bool) -> 
 
 def _spread(rng: random.Random) -> list[dict[str, Any]]:
     out = []
+    seen: set[tuple[str, str]] = set()
     for _ in range(rng.randint(1, 2)):
         when = rng.choice(["DoNotSchedule", "ScheduleAnyway"])
+        key = rng.choice([ZONE, HOSTNAME])
+        if (key, when) in seen:  # the API server refuses a duplicate pair
+            continue
+        seen.add((key, when))
         c: dict[str, Any] = {
             "maxSkew": rng.choice([1, 1, 2]),
-            "topologyKey": rng.choice([ZONE, HOSTNAME]),
+            "topologyKey": key,
             "whenUnsatisfiable": when,
             "labelSelector": _label_selector(rng),
         }
