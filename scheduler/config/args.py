@@ -8,12 +8,15 @@ gives the defaults.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.config import names
-from scheduler.config.errors import ConfigError
+from scheduler.config.errors import ConfigError, brief, type_name
+from scheduler.config.k8s_names import qualified_name
+from scheduler.config.reader import INT32, INT64, check_int
 from scheduler.model.errors import InvalidObject
 from scheduler.model.pod import (
     DO_NOT_SCHEDULE,
@@ -131,7 +134,10 @@ class _Reader:
         if raw is None:
             raw = {}
         if not isinstance(raw, Mapping):
-            raise ConfigError(path, f"must be an object, got {type(raw).__name__}")
+            raise ConfigError(path, f"must be an object, got {type_name(raw)}")
+        for key in raw:
+            if not isinstance(key, str):
+                raise ConfigError(path, f"a field name must be a string, got {brief(key)}")
         self.raw = raw
         self.path = path
         self.seen: set[str] = {"apiVersion", "kind"}
@@ -143,15 +149,19 @@ class _Reader:
         self.seen.add(key)
         return self.raw.get(key)
 
-    def int_(self, key: str, default: int, lo: int | None = None, hi: int | None = None) -> int:
-        v = self.get(key)
-        if v is None:
-            return default
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise ConfigError(self.sub(key), f"must be an integer, got {v!r}")
+    def int_(
+        self,
+        key: str,
+        default: int,
+        lo: int | None = None,
+        hi: int | None = None,
+        go_type: tuple[int, int] = INT32,
+    ) -> int:
+        """An integer of the Go type (int32 unless said), then within [lo, hi]."""
+        v = check_int(self.get(key), default, self.sub(key), go_type)
         if (lo is not None and v < lo) or (hi is not None and v > hi):
             rng = f"[{lo if lo is not None else '-inf'}, {hi if hi is not None else 'inf'}]"
-            raise ConfigError(self.sub(key), f"must be in the range {rng}, got {v}")
+            raise ConfigError(self.sub(key), f"must be in the range {rng}, got {brief(v)}")
         return v
 
     def bool_(self, key: str, default: bool) -> bool:
@@ -159,7 +169,7 @@ class _Reader:
         if v is None:
             return default
         if not isinstance(v, bool):
-            raise ConfigError(self.sub(key), f"must be a boolean, got {v!r}")
+            raise ConfigError(self.sub(key), f"must be a boolean, got {type_name(v)} {brief(v)}")
         return v
 
     def choice(self, key: str, default: str, choices: tuple[str, ...]) -> str:
@@ -167,7 +177,7 @@ class _Reader:
         if v is None:
             return default
         if v not in choices:
-            raise ConfigError(self.sub(key), f"must be one of {', '.join(choices)}; got {v!r}")
+            raise ConfigError(self.sub(key), f"must be one of {', '.join(choices)}; got {brief(v)}")
         return str(v)
 
     def list_(self, key: str) -> list[Any]:
@@ -175,14 +185,18 @@ class _Reader:
         if v is None:
             return []
         if not isinstance(v, list):
-            raise ConfigError(self.sub(key), f"must be a list, got {type(v).__name__}")
+            raise ConfigError(self.sub(key), f"must be a list, got {type_name(v)}")
         return v
 
-    def strings(self, key: str) -> frozenset[str]:
+    def label_names(self, key: str) -> frozenset[str]:
+        """A list of label-style names (metav1validation.ValidateLabelName each)."""
         items = self.list_(key)
         for i, s in enumerate(items):
-            if not isinstance(s, str) or not s:
-                raise ConfigError(f"{self.sub(key)}[{i}]", "must be a non-empty string")
+            if not isinstance(s, str):
+                raise ConfigError(f"{self.sub(key)}[{i}]", f"must be a string, got {type_name(s)}")
+            problem = qualified_name(s)
+            if problem is not None:
+                raise ConfigError(f"{self.sub(key)}[{i}]", f"{brief(s)}: {problem}")
         return frozenset(items)
 
     def done(self) -> None:
@@ -191,60 +205,83 @@ class _Reader:
             raise ConfigError(self.sub(unknown[0]), "unknown field")
 
 
-def _resources(r: _Reader, key: str) -> tuple[ResourceSpec, ...] | None:
+def _resources(
+    r: _Reader, key: str, *, weight_must_be_one: bool
+) -> tuple[ResourceSpec, ...] | None:
+    """ResourceSpec list; weight int64, 0 (unset) means 1 as upstream's defaulting
+    (SetDefaults_NodeResourcesFitArgs / ..BalancedAllocationArgs), then in (0, 100]
+    (validateResources) or exactly 1 for BalancedAllocation."""
     if r.raw.get(key) is None:
         r.seen.add(key)
         return None
     out = []
+    seen: set[str] = set()
     for i, item in enumerate(r.list_(key)):
         ir = _Reader(item, f"{r.sub(key)}[{i}]")
         name = ir.get("name")
         if not isinstance(name, str) or not name:
-            raise ConfigError(ir.sub("name"), "must be a non-empty string")
-        weight = ir.int_("weight", 1, 1, 100)
+            raise ConfigError(ir.sub("name"), f"must be a non-empty string, got {brief(name)}")
+        if name in seen:
+            raise ConfigError(ir.sub("name"), f"duplicate resource {brief(name)}")
+        seen.add(name)
+        weight = ir.int_("weight", 1, go_type=INT64) or 1
+        if weight_must_be_one and weight != 1:
+            raise ConfigError(ir.sub("weight"), f"must be 1, got {brief(weight)}")
+        if not 0 < weight <= 100:
+            raise ConfigError(
+                ir.sub("weight"),
+                f"resource weight of {brief(name)} not in valid range (0, 100],"
+                f" got {brief(weight)}",
+            )
         ir.done()
         out.append(ResourceSpec(name, weight))
-    names_ = [s.name for s in out]
-    if len(set(names_)) != len(names_):
-        raise ConfigError(r.sub(key), "resource names must be unique")
     return tuple(out)
+
+
+def _shape(r: _Reader, key: str) -> tuple[UtilizationShapePoint, ...]:
+    """validateFunctionShape: at least one point, utilization in [0, 100] strictly
+    increasing, score in [0, 10] (MaxCustomPriorityScore)."""
+    points: list[UtilizationShapePoint] = []
+    for i, p in enumerate(r.list_(key)):
+        pr = _Reader(p, f"{r.sub(key)}[{i}]")
+        util = pr.int_("utilization", 0, 0, 100)
+        score = pr.int_("score", 0, 0, 10)
+        pr.done()
+        if points and util <= points[-1].utilization:
+            raise ConfigError(
+                f"{r.sub(key)}[{i}].utilization", "values must be sorted in increasing order"
+            )
+        points.append(UtilizationShapePoint(util, score))
+    if not points:
+        raise ConfigError(r.sub(key), "at least one point must be specified")
+    return tuple(points)
 
 
 def _fit(raw: Any, path: str) -> NodeResourcesFitArgs:
     r = _Reader(raw, path)
-    ignored = r.strings("ignoredResources")
-    groups = r.strings("ignoredResourceGroups")
-    for g in groups:
-        if "/" in g:
-            raise ConfigError(r.sub("ignoredResourceGroups"), f"{g!r} must not contain '/'")
+    ignored = r.label_names("ignoredResources")
+    for i, g in enumerate(r.list_("ignoredResourceGroups")):
+        if isinstance(g, str) and "/" in g:
+            raise ConfigError(
+                f"{r.sub('ignoredResourceGroups')}[{i}]",
+                f"{brief(g)}: resource group name can't contain '/'",
+            )
+    groups = r.label_names("ignoredResourceGroups")
     strategy = ScoringStrategy()
     if r.get("scoringStrategy") is not None:
         sr = _Reader(r.raw["scoringStrategy"], r.sub("scoringStrategy"))
         type_ = sr.choice(
             "type", LEAST_ALLOCATED, (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
         )
-        resources = _resources(sr, "resources") or _default_resources()
+        resources = _resources(sr, "resources", weight_must_be_one=False) or _default_resources()
         shape: tuple[UtilizationShapePoint, ...] = ()
         rtcr = sr.get("requestedToCapacityRatio")
         if type_ == REQUESTED_TO_CAPACITY_RATIO:
             if rtcr is None:
                 raise ConfigError(sr.sub("requestedToCapacityRatio"), "required for this type")
             rr = _Reader(rtcr, sr.sub("requestedToCapacityRatio"))
-            points: list[UtilizationShapePoint] = []
-            for i, p in enumerate(rr.list_("shape")):
-                pr = _Reader(p, f"{rr.sub('shape')}[{i}]")
-                util = pr.int_("utilization", 0, 0, 100)
-                score = pr.int_("score", 0, 0, 10)
-                pr.done()
-                if points and util <= points[-1].utilization:
-                    raise ConfigError(
-                        f"{rr.sub('shape')}[{i}].utilization", "values must be sorted ascending"
-                    )
-                points.append(UtilizationShapePoint(util, score))
-            if not points:
-                raise ConfigError(rr.sub("shape"), "must have at least one point")
+            shape = _shape(rr, "shape")
             rr.done()
-            shape = tuple(points)
         elif rtcr is not None:
             raise ConfigError(
                 sr.sub("requestedToCapacityRatio"),
@@ -258,7 +295,7 @@ def _fit(raw: Any, path: str) -> NodeResourcesFitArgs:
 
 def _balanced(raw: Any, path: str) -> NodeResourcesBalancedAllocationArgs:
     r = _Reader(raw, path)
-    resources = _resources(r, "resources")
+    resources = _resources(r, "resources", weight_must_be_one=True)
     r.done()
     return NodeResourcesBalancedAllocationArgs(resources or _default_resources())
 
@@ -273,6 +310,68 @@ def _inter_pod(raw: Any, path: str) -> InterPodAffinityArgs:
     return args
 
 
+_NODE_SELECTOR_OPS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+_LABEL_VALUE_RE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+_INT64_TEXT_RE = re.compile(r"[+-]?[0-9]{1,19}")
+
+
+def _check_requirements(r: _Reader, key: str, *, fields: bool) -> None:
+    """NodeSelectorRequirements strictly, as labels.NewRequirement (label selectors) and
+    nodeSelectorRequirementsAsFieldSelector (field selectors) in component-helpers'
+    nodeaffinity check them: known fields, operator, key and values."""
+    for i, item in enumerate(r.list_(key)):
+        er = _Reader(item, f"{r.sub(key)}[{i}]")
+        k = er.get("key")
+        op = er.get("operator")
+        values = er.list_("values")
+        er.done()
+        if not isinstance(k, str):
+            raise ConfigError(er.sub("key"), f"must be a string, got {type_name(k)}")
+        if op not in (("In", "NotIn") if fields else _NODE_SELECTOR_OPS):
+            raise ConfigError(er.sub("operator"), f"unsupported operator {brief(op)}")
+        for j, v in enumerate(values):
+            if not isinstance(v, str):
+                raise ConfigError(
+                    f"{er.sub('values')}[{j}]", f"must be a string, got {type_name(v)}"
+                )
+        if fields:
+            if len(values) != 1:
+                raise ConfigError(er.sub("values"), "must have one element")
+            continue
+        problem = qualified_name(k)
+        if problem is not None:
+            raise ConfigError(er.sub("key"), f"{brief(k)}: {problem}")
+        for j, v in enumerate(values):
+            if len(v) > 63 or not _LABEL_VALUE_RE.fullmatch(v):
+                raise ConfigError(
+                    f"{er.sub('values')}[{j}]", f"{brief(v)} is not a valid label value"
+                )
+        if op in ("Gt", "Lt") and (
+            len(values) != 1
+            or not _INT64_TEXT_RE.fullmatch(values[0])
+            or not INT64[0] <= int(values[0]) <= INT64[1]
+        ):
+            raise ConfigError(er.sub("values"), f"for {op}, exactly one int64 value is required")
+
+
+def _check_node_selector_term(raw: Any, path: str) -> None:
+    tr = _Reader(raw, path)
+    tr.seen.discard("apiVersion")
+    tr.seen.discard("kind")
+    _check_requirements(tr, "matchExpressions", fields=False)
+    _check_requirements(tr, "matchFields", fields=True)
+    tr.done()
+
+
+def _check_node_selector(raw: Any, path: str) -> None:
+    sr = _Reader(raw, path)
+    sr.seen.discard("apiVersion")
+    sr.seen.discard("kind")
+    for i, term in enumerate(sr.list_("nodeSelectorTerms")):
+        _check_node_selector_term(term, f"{sr.sub('nodeSelectorTerms')}[{i}]")
+    sr.done()
+
+
 def _node_affinity(raw: Any, path: str) -> NodeAffinityArgs:
     r = _Reader(raw, path)
     added = r.get("addedAffinity")
@@ -284,15 +383,23 @@ def _node_affinity(raw: Any, path: str) -> NodeAffinityArgs:
         pref_key = "preferredDuringSchedulingIgnoredDuringExecution"
         try:
             if ar.get(req_key) is not None:
+                _check_node_selector(ar.raw[req_key], ar.sub(req_key))
                 required = parse_node_selector(ar.raw[req_key], ar.sub(req_key))
             for i, p in enumerate(ar.list_(pref_key)):
                 pr = _Reader(p, f"{ar.sub(pref_key)}[{i}]")
-                weight = pr.int_("weight", 0, 1, 100)
-                term = parse_node_selector_term(pr.get("preference") or {}, pr.sub("preference"))
+                # int32 as upstream; upstream skips a weight-0 term
+                # (nodeaffinity.NewPreferredSchedulingTerms) and puts no bound on the
+                # rest. A negative weight gives negative scores, which the framework
+                # rejects as out of [0, 100] in every cycle: refused here instead.
+                weight = pr.int_("weight", 0, 0)
+                raw_term = pr.get("preference") or {}
+                _check_node_selector_term(raw_term, pr.sub("preference"))
+                term = parse_node_selector_term(raw_term, pr.sub("preference"))
                 pr.done()
-                preferred.append(PreferredSchedulingTerm(weight, term))
+                if weight:
+                    preferred.append(PreferredSchedulingTerm(weight, term))
         except InvalidObject as e:
-            raise ConfigError(e.path, e.detail) from e
+            raise ConfigError(e.path, e.detail) from None
         ar.done()
     r.done()
     return NodeAffinityArgs(required, tuple(preferred))
@@ -310,6 +417,9 @@ def _spread(raw: Any, path: str) -> PodTopologySpreadArgs:
         topo = cr.get("topologyKey")
         if not isinstance(topo, str) or not topo:
             raise ConfigError(cr.sub("topologyKey"), "must be a non-empty string")
+        problem = qualified_name(topo)  # validateTopologyKey: ValidateLabelName
+        if problem is not None:
+            raise ConfigError(cr.sub("topologyKey"), f"{brief(topo)}: {problem}")
         when = cr.choice("whenUnsatisfiable", "", (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY))
         if not when:
             raise ConfigError(cr.sub("whenUnsatisfiable"), "required")
@@ -319,7 +429,7 @@ def _spread(raw: Any, path: str) -> PodTopologySpreadArgs:
         ntaint = cr.choice("nodeTaintsPolicy", POLICY_IGNORE, (POLICY_HONOR, POLICY_IGNORE))
         cr.done()
         if any(x.topology_key == topo and x.when_unsatisfiable == when for x in constraints):
-            raise ConfigError(cr.sub("topologyKey"), f"duplicate constraint {topo!r}/{when}")
+            raise ConfigError(cr.sub("topologyKey"), f"duplicate constraint {brief(topo)}/{when}")
         # the selector is derived per pod from its owners (services, replica sets, ...)
         constraints.append(
             SpreadConstraint(max_skew, topo, when, LabelSelector.nothing(), 1, naff, ntaint)
@@ -334,8 +444,12 @@ def _spread(raw: Any, path: str) -> PodTopologySpreadArgs:
 
 def _volume_binding(raw: Any, path: str) -> VolumeBindingArgs:
     r = _Reader(raw, path)
-    args = VolumeBindingArgs(r.int_("bindTimeoutSeconds", 600, 0))
-    r.list_("shape")  # accepted for compatibility (storage capacity scoring is not implemented)
+    args = VolumeBindingArgs(r.int_("bindTimeoutSeconds", 600, 0, go_type=INT64))
+    # StorageCapacityScoring is on by default in 1.37 (beta), so upstream validates a given
+    # shape (validateFunctionShape); accepted here, then unused (no capacity scoring).
+    if r.raw.get("shape") is not None:
+        _shape(r, "shape")
+    r.seen.add("shape")
     r.done()
     return args
 
@@ -382,18 +496,19 @@ def parse_plugin_args(
     no args (raw must then be empty). Raises ConfigError."""
     if name not in _PARSERS:
         if name not in names.ALL_PLUGINS:
-            raise ConfigError(path, f"unknown plugin {name!r}")
+            raise ConfigError(path, f"unknown plugin {brief(name)}")
         if raw:
-            extra = sorted(set(raw) - {"apiVersion", "kind"})
+            extra = [k for k in raw if k not in ("apiVersion", "kind")]
             if extra:
+                key = brief(extra[0], quote=False)
                 raise ConfigError(
-                    f"{path}.{extra[0]}" if path else extra[0], f"plugin {name} takes no arguments"
+                    f"{path}.{key}" if path else key, f"plugin {name} takes no arguments"
                 )
         return None
     kind, parser = _PARSERS[name]
     if raw is not None and isinstance(raw, Mapping) and raw.get("kind") not in (None, kind):
         raise ConfigError(
-            f"{path}.kind" if path else "kind", f"must be {kind}, got {raw.get('kind')!r}"
+            f"{path}.kind" if path else "kind", f"must be {kind}, got {brief(raw.get('kind'))}"
         )
     return parser(raw, path)
 

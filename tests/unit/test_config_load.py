@@ -139,10 +139,10 @@ ERROR_CASES: list[tuple[str, dict[str, Any], str, str]] = [
      "podMaxBackoffSeconds", "greater than or equal"),
     ("renewDeadline equals leaseDuration",
      {"leaderElection": {"leaseDuration": "10s", "renewDeadline": "10s"}},
-     "leaderElection.renewDeadline", "less than leaseDuration"),
+     "leaderElection.leaseDuration", "greater than renewDeadline"),
     ("renewDeadline over leaseDuration",
      {"leaderElection": {"leaseDuration": "10s", "renewDeadline": "20s"}},
-     "leaderElection.renewDeadline", "less than leaseDuration"),
+     "leaderElection.leaseDuration", "greater than renewDeadline"),
     ("renewDeadline vs retry jitter",
      {"leaderElection": {"renewDeadline": "2s", "retryPeriod": "2s"}},
      "leaderElection.renewDeadline", "retryPeriod"),
@@ -152,7 +152,8 @@ ERROR_CASES: list[tuple[str, dict[str, Any], str, str]] = [
      "leaderElection.resourceLock", "leases"),
     ("empty lease name", {"leaderElection": {"resourceName": ""}},
      "leaderElection.resourceName", "required"),
-    ("negative qps", {"clientConnection": {"qps": -1}}, "clientConnection.qps", "negative"),
+    ("qps not finite", {"clientConnection": {"qps": float("nan")}}, "clientConnection.qps",
+     "finite float32"),
     ("negative burst", {"clientConnection": {"burst": -1}}, "clientConnection.burst", "negative"),
     ("extenders", {"extenders": [{"urlPrefix": "http://x"}]}, "extenders", "not supported"),
     ("unknown plugin", {"profiles": P({"score": {"enabled": [
@@ -278,8 +279,8 @@ def test_load_config_reads_a_file(tmp_path: Path) -> None:
         ("", "empty configuration"),
         ("apiVersion: [unclosed", "invalid YAML"),
         (f"apiVersion: {API_VERSION}\nkind: {KIND}\nparallelism: 1\nparallelism: 2\n",
-         "duplicate field 'parallelism' at line 4"),
-        ("- just\n- a list\n", "must be an object"),
+         "parallelism: duplicate field at line 4"),
+        ("- just\n- a list\n", "must be a KubeSchedulerConfiguration object"),
     ],
 )  # fmt: skip
 def test_unreadable_yaml_is_a_config_error(text: str, fragment: str) -> None:
