@@ -128,9 +128,16 @@ PluginArgs = (
 
 
 class _Reader:
-    """Reads fields off one raw mapping, remembering which were consumed."""
+    """Reads fields off one raw mapping, remembering which were consumed.
 
-    def __init__(self, raw: Any, path: str) -> None:
+    `fields` are the object's fields: any other is refused at once, before any value is
+    looked at, as upstream's strict decoding fails before validation runs (a mis-cased
+    "Type" is reported as the unknown field it is, not as a missing "type"). Args objects
+    (`args=True`) also carry apiVersion and kind."""
+
+    def __init__(
+        self, raw: Any, path: str, fields: tuple[str, ...] = (), *, args: bool = False
+    ) -> None:
         if raw is None:
             raw = {}
         if not isinstance(raw, Mapping):
@@ -140,7 +147,12 @@ class _Reader:
                 raise ConfigError(path, f"a field name must be a string, got {brief(key)}")
         self.raw = raw
         self.path = path
-        self.seen: set[str] = {"apiVersion", "kind"}
+        self.seen: set[str] = {"apiVersion", "kind"} if args else set()
+        if fields:
+            allowed = {*fields, *self.seen}
+            for key in raw:
+                if key not in allowed:
+                    raise ConfigError(self.sub(brief(key, quote=False)), "unknown field")
 
     def sub(self, key: str) -> str:
         return f"{self.path}.{key}" if self.path else key
@@ -202,7 +214,7 @@ class _Reader:
     def done(self) -> None:
         unknown = sorted(set(self.raw) - self.seen)
         if unknown:
-            raise ConfigError(self.sub(unknown[0]), "unknown field")
+            raise ConfigError(self.sub(brief(unknown[0], quote=False)), "unknown field")
 
 
 def _resources(
@@ -217,7 +229,7 @@ def _resources(
     out = []
     seen: set[str] = set()
     for i, item in enumerate(r.list_(key)):
-        ir = _Reader(item, f"{r.sub(key)}[{i}]")
+        ir = _Reader(item, f"{r.sub(key)}[{i}]", ("name", "weight"))
         name = ir.get("name")
         if not isinstance(name, str) or not name:
             raise ConfigError(ir.sub("name"), f"must be a non-empty string, got {brief(name)}")
@@ -243,7 +255,7 @@ def _shape(r: _Reader, key: str) -> tuple[UtilizationShapePoint, ...]:
     increasing, score in [0, 10] (MaxCustomPriorityScore)."""
     points: list[UtilizationShapePoint] = []
     for i, p in enumerate(r.list_(key)):
-        pr = _Reader(p, f"{r.sub(key)}[{i}]")
+        pr = _Reader(p, f"{r.sub(key)}[{i}]", ("utilization", "score"))
         util = pr.int_("utilization", 0, 0, 100)
         score = pr.int_("score", 0, 0, 10)
         pr.done()
@@ -258,7 +270,9 @@ def _shape(r: _Reader, key: str) -> tuple[UtilizationShapePoint, ...]:
 
 
 def _fit(raw: Any, path: str) -> NodeResourcesFitArgs:
-    r = _Reader(raw, path)
+    r = _Reader(
+        raw, path, ("ignoredResources", "ignoredResourceGroups", "scoringStrategy"), args=True
+    )
     ignored = r.label_names("ignoredResources")
     for i, g in enumerate(r.list_("ignoredResourceGroups")):
         if isinstance(g, str) and "/" in g:
@@ -269,7 +283,11 @@ def _fit(raw: Any, path: str) -> NodeResourcesFitArgs:
     groups = r.label_names("ignoredResourceGroups")
     strategy = ScoringStrategy()
     if r.get("scoringStrategy") is not None:
-        sr = _Reader(r.raw["scoringStrategy"], r.sub("scoringStrategy"))
+        sr = _Reader(
+            r.raw["scoringStrategy"],
+            r.sub("scoringStrategy"),
+            ("type", "resources", "requestedToCapacityRatio"),
+        )
         type_ = sr.choice(
             "type", LEAST_ALLOCATED, (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
         )
@@ -279,7 +297,7 @@ def _fit(raw: Any, path: str) -> NodeResourcesFitArgs:
         if type_ == REQUESTED_TO_CAPACITY_RATIO:
             if rtcr is None:
                 raise ConfigError(sr.sub("requestedToCapacityRatio"), "required for this type")
-            rr = _Reader(rtcr, sr.sub("requestedToCapacityRatio"))
+            rr = _Reader(rtcr, sr.sub("requestedToCapacityRatio"), ("shape",))
             shape = _shape(rr, "shape")
             rr.done()
         elif rtcr is not None:
@@ -294,14 +312,15 @@ def _fit(raw: Any, path: str) -> NodeResourcesFitArgs:
 
 
 def _balanced(raw: Any, path: str) -> NodeResourcesBalancedAllocationArgs:
-    r = _Reader(raw, path)
+    r = _Reader(raw, path, ("resources",), args=True)
     resources = _resources(r, "resources", weight_must_be_one=True)
     r.done()
     return NodeResourcesBalancedAllocationArgs(resources or _default_resources())
 
 
 def _inter_pod(raw: Any, path: str) -> InterPodAffinityArgs:
-    r = _Reader(raw, path)
+    fields = ("hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods")
+    r = _Reader(raw, path, fields, args=True)
     args = InterPodAffinityArgs(
         r.int_("hardPodAffinityWeight", 1, 0, 100),
         r.bool_("ignorePreferredTermsOfExistingPods", False),
@@ -320,7 +339,7 @@ def _check_requirements(r: _Reader, key: str, *, fields: bool) -> None:
     nodeSelectorRequirementsAsFieldSelector (field selectors) in component-helpers'
     nodeaffinity check them: known fields, operator, key and values."""
     for i, item in enumerate(r.list_(key)):
-        er = _Reader(item, f"{r.sub(key)}[{i}]")
+        er = _Reader(item, f"{r.sub(key)}[{i}]", ("key", "operator", "values"))
         k = er.get("key")
         op = er.get("operator")
         values = er.list_("values")
@@ -355,38 +374,34 @@ def _check_requirements(r: _Reader, key: str, *, fields: bool) -> None:
 
 
 def _check_node_selector_term(raw: Any, path: str) -> None:
-    tr = _Reader(raw, path)
-    tr.seen.discard("apiVersion")
-    tr.seen.discard("kind")
+    tr = _Reader(raw, path, ("matchExpressions", "matchFields"))
     _check_requirements(tr, "matchExpressions", fields=False)
     _check_requirements(tr, "matchFields", fields=True)
     tr.done()
 
 
 def _check_node_selector(raw: Any, path: str) -> None:
-    sr = _Reader(raw, path)
-    sr.seen.discard("apiVersion")
-    sr.seen.discard("kind")
+    sr = _Reader(raw, path, ("nodeSelectorTerms",))
     for i, term in enumerate(sr.list_("nodeSelectorTerms")):
         _check_node_selector_term(term, f"{sr.sub('nodeSelectorTerms')}[{i}]")
     sr.done()
 
 
 def _node_affinity(raw: Any, path: str) -> NodeAffinityArgs:
-    r = _Reader(raw, path)
+    r = _Reader(raw, path, ("addedAffinity",), args=True)
     added = r.get("addedAffinity")
     required: NodeSelector | None = None
     preferred: list[PreferredSchedulingTerm] = []
     if added is not None:
-        ar = _Reader(added, r.sub("addedAffinity"))
         req_key = "requiredDuringSchedulingIgnoredDuringExecution"
         pref_key = "preferredDuringSchedulingIgnoredDuringExecution"
+        ar = _Reader(added, r.sub("addedAffinity"), (req_key, pref_key))
         try:
             if ar.get(req_key) is not None:
                 _check_node_selector(ar.raw[req_key], ar.sub(req_key))
                 required = parse_node_selector(ar.raw[req_key], ar.sub(req_key))
             for i, p in enumerate(ar.list_(pref_key)):
-                pr = _Reader(p, f"{ar.sub(pref_key)}[{i}]")
+                pr = _Reader(p, f"{ar.sub(pref_key)}[{i}]", ("weight", "preference"))
                 # int32 as upstream; upstream skips a weight-0 term
                 # (nodeaffinity.NewPreferredSchedulingTerms) and puts no bound on the
                 # rest. A negative weight gives negative scores, which the framework
@@ -405,12 +420,22 @@ def _node_affinity(raw: Any, path: str) -> NodeAffinityArgs:
     return NodeAffinityArgs(required, tuple(preferred))
 
 
+_CONSTRAINT_FIELDS = (
+    "maxSkew",
+    "topologyKey",
+    "whenUnsatisfiable",
+    "labelSelector",
+    "nodeAffinityPolicy",
+    "nodeTaintsPolicy",
+)
+
+
 def _spread(raw: Any, path: str) -> PodTopologySpreadArgs:
-    r = _Reader(raw, path)
+    r = _Reader(raw, path, ("defaultingType", "defaultConstraints"), args=True)
     defaulting = r.choice("defaultingType", DEFAULTING_SYSTEM, (DEFAULTING_SYSTEM, DEFAULTING_LIST))
     constraints: list[SpreadConstraint] = []
     for i, c in enumerate(r.list_("defaultConstraints")):
-        cr = _Reader(c, f"{r.sub('defaultConstraints')}[{i}]")
+        cr = _Reader(c, f"{r.sub('defaultConstraints')}[{i}]", _CONSTRAINT_FIELDS)
         max_skew = cr.int_("maxSkew", 0, 1)
         if "maxSkew" not in cr.raw:
             raise ConfigError(cr.sub("maxSkew"), "required")
@@ -443,11 +468,11 @@ def _spread(raw: Any, path: str) -> PodTopologySpreadArgs:
 
 
 def _volume_binding(raw: Any, path: str) -> VolumeBindingArgs:
-    r = _Reader(raw, path)
+    r = _Reader(raw, path, ("bindTimeoutSeconds", "shape"), args=True)
     args = VolumeBindingArgs(r.int_("bindTimeoutSeconds", 600, 0, go_type=INT64))
     # StorageCapacityScoring is on by default in 1.37 (beta), so upstream validates a given
     # shape (validateFunctionShape); accepted here, then unused (no capacity scoring).
-    if r.raw.get("shape") is not None:
+    if r.raw.get("shape"):  # empty: defaulted upstream (SetDefaults_VolumeBindingArgs)
         _shape(r, "shape")
     r.seen.add("shape")
     r.done()
@@ -455,7 +480,12 @@ def _volume_binding(raw: Any, path: str) -> VolumeBindingArgs:
 
 
 def _preemption(raw: Any, path: str) -> DefaultPreemptionArgs:
-    r = _Reader(raw, path)
+    r = _Reader(
+        raw,
+        path,
+        ("minCandidateNodesPercentage", "minCandidateNodesAbsolute", "mode", "victimScope"),
+        args=True,
+    )
     pct = r.int_("minCandidateNodesPercentage", 10, 0, 100)
     absolute = r.int_("minCandidateNodesAbsolute", 100, 0)
     if pct == 0 and absolute == 0:
@@ -473,6 +503,7 @@ def _preemption(raw: Any, path: str) -> DefaultPreemptionArgs:
     return args
 
 
+_ARGS_API_VERSION = "kubescheduler.config.k8s.io/v1"
 _PARSERS: dict[str, tuple[str, Callable[[Any, str], PluginArgs]]] = {
     names.NODE_RESOURCES_FIT: ("NodeResourcesFitArgs", _fit),
     names.NODE_RESOURCES_BALANCED_ALLOCATION: ("NodeResourcesBalancedAllocationArgs", _balanced),
@@ -505,6 +536,20 @@ def parse_plugin_args(
                     f"{path}.{key}" if path else key, f"plugin {name} takes no arguments"
                 )
         return None
+    if (
+        raw is not None
+        and isinstance(raw, Mapping)
+        and raw.get("apiVersion")
+        not in (
+            None,
+            _ARGS_API_VERSION,
+        )
+    ):
+        # upstream decodes args through its scheme: another group/version is unknown there
+        raise ConfigError(
+            f"{path}.apiVersion" if path else "apiVersion",
+            f"must be {_ARGS_API_VERSION}, got {brief(raw.get('apiVersion'))}",
+        )
     kind, parser = _PARSERS[name]
     if raw is not None and isinstance(raw, Mapping) and raw.get("kind") not in (None, kind):
         raise ConfigError(

@@ -27,7 +27,7 @@ _UNIT_NS = {
 }
 # time.Duration is int64 nanoseconds: at most 2562047h47m16.854775807s
 MAX_DURATION_NS = (1 << 63) - 1
-_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")  # ASCII digits, as Go
 
 
 def parse_duration(text: str) -> float:

@@ -23,7 +23,12 @@ from scheduler.config.plugins import (
     merge_with_defaults,
 )
 from scheduler.config.reader import INT64, Fields
-from scheduler.config.safe_yaml import decode_text, parse_document, read_config_bytes
+from scheduler.config.safe_yaml import (
+    MAX_FILE_BYTES,
+    decode_text,
+    parse_document,
+    read_config_bytes,
+)
 from scheduler.config.types import (
     API_VERSION,
     DEFAULT_SCHEDULER_NAME,
@@ -44,8 +49,16 @@ def load_config(
     path: str | os.PathLike[str], *, implements: ImplementsFn = default_implements
 ) -> SchedulerConfiguration:
     """Read, default and validate the file. Raises ConfigError."""
-    text = decode_text(read_config_bytes(path))
-    return config_from_yaml(text, implements=implements)
+    return config_from_bytes(read_config_bytes(path), implements=implements)
+
+
+def config_from_bytes(
+    data: bytes, *, implements: ImplementsFn = default_implements
+) -> SchedulerConfiguration:
+    """A file's contents (at most 1 MiB, UTF-8) to the configuration. Raises ConfigError."""
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError("", f"config file is larger than {MAX_FILE_BYTES} bytes")
+    return config_from_yaml(decode_text(data), implements=implements)
 
 
 def config_from_yaml(
@@ -127,9 +140,11 @@ def _leader_election(f: Fields) -> LeaderElectionConfig:
         lease_duration=f.duration("leaseDuration", d.lease_duration),
         renew_deadline=f.duration("renewDeadline", d.renew_deadline),
         retry_period=f.duration("retryPeriod", d.retry_period),
-        resource_lock=f.str_("resourceLock", d.resource_lock),
-        resource_name=f.str_("resourceName", d.resource_name),
-        resource_namespace=f.str_("resourceNamespace", d.resource_namespace),
+        # an empty string is "not set" upstream too (SetDefaults_KubeSchedulerConfiguration)
+        resource_lock=f.str_("resourceLock", d.resource_lock) or d.resource_lock,
+        resource_name=f.str_("resourceName", d.resource_name) or d.resource_name,
+        resource_namespace=f.str_("resourceNamespace", d.resource_namespace)
+        or d.resource_namespace,
     )
     f.done()
     return out

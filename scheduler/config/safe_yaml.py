@@ -13,9 +13,10 @@ those is refused before it costs anything, with the field path where it happened
   normally reaches the pod); read in one bounded call, so /dev/zero is refused too;
 - UTF-8 only (a BOM is allowed), as Go's YAML decoder in kube-scheduler;
 - nesting at most ``MAX_DEPTH`` containers deep (a real configuration is about 12);
-- at most ``MAX_NODES`` values with every alias counted at its expanded size (go-yaml,
-  which kube-scheduler uses, likewise refuses "excessive aliasing"); an alias to a
-  container still being read (a recursive document) is refused;
+- at most ``MAX_NODES`` (20,000) values with every alias counted at its expanded size
+  (go-yaml, which kube-scheduler uses, likewise refuses "excessive aliasing"); a real
+  configuration has a few hundred, and the bound keeps the worst file's parse near 50 ms;
+  an alias to a container still being read (a recursive document) is refused;
 - field names are strings (Go decodes into structs: no other key can name a field);
 - duplicate fields are errors (upstream decodes strictly: "duplicate field");
 - one document only: upstream reads the first and ignores the rest, which would drop a
@@ -38,7 +39,7 @@ from scheduler.config.errors import ConfigError, brief, type_name
 
 MAX_FILE_BYTES = 1 << 20
 MAX_DEPTH = 64
-MAX_NODES = 100_000
+MAX_NODES = 20_000
 
 _TAG = "tag:yaml.org,2002:"
 _MERGE_TAG = _TAG + "merge"
@@ -227,7 +228,7 @@ class _Builder:
             return
         # a mapping awaiting a field name
         if is_merge_key:
-            top.merging = True
+            top.merging, top.key_line = True, _line(ev)
             return
         if not isinstance(value, str):
             raise ConfigError(
@@ -253,8 +254,8 @@ class _Builder:
                 if not isinstance(src, dict):
                     raise ConfigError(
                         top.path,
-                        f"a merge key (<<) needs an object or a list of objects,"
-                        f" got {type_name(src)}",
+                        f"a merge key (<<) at line {top.key_line} needs an object or a list"
+                        f" of objects, got {type_name(src)}",
                     )
                 top.merges.append(src)
         else:
@@ -284,7 +285,8 @@ class _Builder:
         node = yaml.ScalarNode(tag, ev.value, None, None, ev.style)
         try:
             return self.loader.yaml_constructors[tag](self.loader, node)
-        except (yaml.YAMLError, ValueError, OverflowError, TypeError) as e:
+        except Exception as e:  # PyYAML's constructors fail in many ways (KeyError for
+            # "!!bool maybe", ValueError, OverflowError, ...): all mean "not a valid <tag>"
             kind = tag.removeprefix(_TAG)
             raise ConfigError(
                 self.here(),
