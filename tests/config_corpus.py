@@ -24,6 +24,7 @@ import copy
 import os
 import random
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -719,6 +720,7 @@ class Verdict:
     seconds: float
     message: str
     exit_code: int | None = None  # through the process only
+    cpu_seconds: float | None = None  # through the process only: the child's user + sys
 
     @property
     def ok(self) -> bool:
@@ -756,6 +758,7 @@ def check_process(case: Case, workdir: Path) -> Verdict:
     path = workdir / "config.yaml"
     path.write_bytes(case.data)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "scheduler", "run", "--config", str(path),
@@ -763,6 +766,8 @@ def check_process(case: Case, workdir: Path) -> Verdict:
         capture_output=True, timeout=30, check=False, cwd=ROOT, env=env,
     )  # fmt: skip
     seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     err = proc.stderr.decode("utf-8", "replace")
     lines = err.splitlines()
     line = lines[0] if lines else ""
@@ -773,7 +778,7 @@ def check_process(case: Case, workdir: Path) -> Verdict:
         field = line[len(PREFIX) :].split(": ", 1)[0]
     return Verdict(
         case, proc.returncode != 0, len(lines) == 1 and err.endswith("\n") and err.count("\n") == 1,
-        _names_field(case, field, line), seconds, line[:300], proc.returncode,
+        _names_field(case, field, line), seconds, line[:300], proc.returncode, cpu,
     )  # fmt: skip
 
 
@@ -790,16 +795,24 @@ def spread_sample(cases: Sequence[Case], n: int) -> list[Case]:
             pool = by_cat[cat]
             if i < len(pool) and len(out) < n:
                 # stride through the category so the sample is not just its first cases
-                out.append(pool[(i * 7919) % len(pool)] if len(pool) > i else pool[i])
+                out.append(pool[(i * 7919) % len(pool)])
         i += 1
     return list(dict.fromkeys(out))
+
+
+def _cpu_max(vs: Sequence[Verdict]) -> str:
+    cpus = [v.cpu_seconds for v in vs if v.cpu_seconds is not None]
+    return f"{max(cpus) * 1000:.1f}" if cpus else "-"
 
 
 def summary(verdicts: Sequence[Verdict], title: str) -> str:
     rows: dict[str, list[Verdict]] = defaultdict(list)
     for v in verdicts:
         rows[v.case.category].append(v)
-    head = f"{'category':<16}{'cases':>7}{'refused':>9}{'1 line':>8}{'field':>7}{'exit 2':>8}{'<1s':>6}{'max ms':>9}{'ok':>6}"
+    head = (
+        f"{'category':<16}{'cases':>7}{'refused':>9}{'1 line':>8}{'field':>7}{'exit 2':>8}"
+        f"{'<1s':>6}{'max ms':>9}{'cpu max ms':>12}{'ok':>6}"
+    )
     out = [title, head, "-" * len(head)]
     for cat, vs in [*sorted(rows.items()), ("ALL", list(verdicts))]:
         exits = [v for v in vs if v.exit_code is not None]
@@ -808,7 +821,8 @@ def summary(verdicts: Sequence[Verdict], title: str) -> str:
             f"{sum(v.field_named for v in vs):>7}"
             f"{(str(sum(v.exit_code == 2 for v in exits)) if exits else '-'):>8}"
             f"{sum(v.seconds < MAX_SECONDS for v in vs):>6}"
-            f"{max(v.seconds for v in vs) * 1000:>9.1f}{sum(v.ok for v in vs):>6}"
+            f"{max(v.seconds for v in vs) * 1000:>9.1f}"
+            f"{_cpu_max(vs):>12}{sum(v.ok for v in vs):>6}"
         )
     bad = [v for v in verdicts if not v.ok]
     for v in bad[:20]:
@@ -834,8 +848,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print()
         print(summary(pv, f"real process (python -m scheduler run --config F): {len(pv)} files"))
         times = sorted(v.seconds for v in pv)
-        print(f"process wall time: median {times[len(times) // 2] * 1000:.0f} ms, "
-              f"p99 {times[int(len(times) * 0.99)] * 1000:.0f} ms, max {times[-1] * 1000:.0f} ms")  # fmt: skip
+        cpus = sorted(v.cpu_seconds or 0.0 for v in pv)
+        for name, xs in (("wall time", times), ("CPU time", cpus)):
+            print(f"process {name}: median {xs[len(xs) // 2] * 1000:.0f} ms, "
+                  f"p99 {xs[int(len(xs) * 0.99)] * 1000:.0f} ms, max {xs[-1] * 1000:.0f} ms")  # fmt: skip
         failed = failed or any(not v.ok for v in pv)
     return 1 if failed else 0
 

@@ -122,6 +122,8 @@ def check_int(v: Any, default: int, path: str, go_type: tuple[int, int] = INT32)
     """`v` as an integer of the Go type's range (`default` when absent)."""
     if v is None:
         return default
+    if isinstance(v, float) and math.isfinite(v) and v.is_integer():
+        v = int(v)  # 16.0 or 1e3 decode into an integer field upstream (YAML goes via JSON)
     if isinstance(v, bool) or not isinstance(v, int):
         raise ConfigError(path, f"must be an integer, got {type_name(v)} {brief(v)}")
     lo, hi = go_type

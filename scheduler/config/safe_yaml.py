@@ -30,6 +30,7 @@ Every failure is a ConfigError whose message is one line.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,11 @@ _MERGE_TAG = _TAG + "merge"
 _SCALAR_TAGS = frozenset(
     _TAG + t for t in ("str", "int", "float", "bool", "null", "timestamp", "binary")
 )
+# plain scalars go-yaml (sigs.k8s.io/yaml, kube-scheduler's decoder) reads as numbers but
+# PyYAML's YAML 1.1 resolver leaves as strings
+_GO_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)")
+_GO_OCTAL = re.compile(r"[-+]?0o[0-7_]+")
+_GO_OCTAL_TAG = "go:octal"
 _MAP_TAGS = frozenset({None, "!", _TAG + "map"})
 _SEQ_TAGS = frozenset({None, "!", _TAG + "seq"})
 
@@ -273,6 +279,13 @@ class _Builder:
     def _tag(self, ev: yaml.ScalarEvent) -> str:
         if ev.tag is None or ev.tag == "!":
             tag: str = self.loader.resolve(yaml.ScalarNode, ev.value, ev.implicit)  # type: ignore[no-untyped-call]
+            if ev.implicit[0]:  # a plain scalar: resolve as go-yaml does where PyYAML differs
+                if tag == _TAG + "str" and _GO_FLOAT.fullmatch(ev.value):
+                    return _TAG + "float"  # "1e3", "1.0e6": floats for go-yaml
+                if tag == _TAG + "str" and _GO_OCTAL.fullmatch(ev.value):
+                    return _GO_OCTAL_TAG  # "0o10"
+                if tag in (_TAG + "int", _TAG + "float") and ":" in ev.value:
+                    return _TAG + "str"  # YAML 1.1 base-60 ("1:20"): a string for go-yaml
             return tag
         return ev.tag
 
@@ -280,6 +293,9 @@ class _Builder:
         tag = self._tag(ev)
         if tag == _MERGE_TAG:
             return ev.value
+        if tag == _GO_OCTAL_TAG:
+            sign = -1 if ev.value.startswith("-") else 1
+            return sign * int(ev.value.lstrip("+-")[2:].replace("_", ""), 8)
         if tag not in _SCALAR_TAGS:
             raise ConfigError(self.here(), f"unsupported YAML tag {brief(tag)} at line {_line(ev)}")
         node = yaml.ScalarNode(tag, ev.value, None, None, ev.style)
