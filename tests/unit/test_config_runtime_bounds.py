@@ -65,6 +65,28 @@ def test_a_cycle_with_the_largest_weights_schedules() -> None:
     assert result.node in ("a", "b")  # c is the busiest: least allocated wins
 
 
+def test_added_affinity_with_the_largest_term_weights_schedules() -> None:
+    """NodeAffinityArgs preferred weights are int32 with no upper bound upstream; many
+    matching terms at the largest weight still sum and normalize inside int64."""
+    term = {
+        "weight": INT32_MAX,
+        "preference": {"matchExpressions": [{"key": "zone", "operator": "Exists"}]},
+    }
+    cfg = _cfg(profiles=[{
+        "plugins": {"multiPoint": {"disabled": [{"name": names.DEFAULT_PREEMPTION}]}},
+        "pluginConfig": [{"name": "NodeAffinity", "args": {"addedAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [term] * 1000}}}],
+    }])  # fmt: skip
+    fw = Framework(framework_profile(cfg, 0), in_tree_registry())
+    snap = make_snapshot([make_node("a").label("zone", "x"), make_node("b")])
+    result = schedule_pod(fw, CycleState(), make_pod("p").obj(), snap, Nominator())
+    assert isinstance(result, ScheduleResult)
+    assert result.node == "a"  # the only node the terms prefer
+    with pytest.raises(ConfigError, match="range"):
+        _cfg(profiles=[{"pluginConfig": [{"name": "NodeAffinity", "args": {"addedAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [{**term, "weight": -1}]}}}]}])  # fmt: skip
+
+
 class _FullMarks:
     """A score plugin that gives every node the maximum normalized score."""
 
