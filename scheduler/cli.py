@@ -95,7 +95,7 @@ def _cluster_down(args: argparse.Namespace) -> int:
 
 
 def _check_config(path: str) -> int | None:
-    """Validate --config before the runtime is imported (kubernetes_asyncio, numpy,
+    """Validate --config before the runtime is imported (the API client, numpy,
     prometheus: about a second): a bad file ends in exit 2 with one line naming the field,
     long before anything starts. None when the file is valid."""
     from scheduler.config import ConfigError, load_config
