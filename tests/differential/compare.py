@@ -107,10 +107,10 @@ def compare(
 
     if up.victims or ours.victims or result.priority_class == "oracle-high":
         made["preemption"] += 1
-        pu = sorted(victim_priority.get(v, "?") for v in up.victims)
-        po = sorted(victim_priority.get(v, "?") for v in ours.victims)
-        if bool(up.victims) != bool(ours.victims) or pu != po:
-            diff("preemption", f"upstream victims {pu} ({up.victims}), ours {po} ({ours.victims})")
+        vu = sorted(victim_priority.get(v, "?") for v in up.victims)
+        vo = sorted(victim_priority.get(v, "?") for v in ours.victims)
+        if bool(up.victims) != bool(ours.victims) or vu != vo:
+            diff("preemption", f"upstream victims {vu} ({up.victims}), ours {vo} ({ours.victims})")
     return diffs, made
 
 

@@ -262,6 +262,8 @@ class Oracle:
                 return PodResult(scenario.index, base, "", None, None, refused=str(out))
             _ok(status, out, f"POST pod {ns}/{name}")
         decisions = {s: Decision(s, f"{ns}/{n}") for s, n in copies.items()}
+        self._victims_seen: dict[str, int] = {}
+        self._victims_changed: dict[str, float] = {}
         written_at: dict[str, float] = {}
         deadline = time.monotonic() + DECISION_TIMEOUT
         pending = set(copies)
@@ -324,8 +326,12 @@ class Oracle:
         """An unschedulable verdict is final once the victims (if any) have stopped
         arriving: a preemption's DELETEs follow its status write from a background task."""
         n = len(self.recorder.victims_of(sched)) - before[sched]
-        waited = time.monotonic() - written
-        return waited >= VICTIM_SETTLE if n == 0 else waited >= VICTIM_SETTLE / 2
+        now = time.monotonic()
+        if n != self._victims_seen.get(sched, 0):
+            self._victims_seen[sched] = n
+            self._victims_changed[sched] = now
+        last = max(written, self._victims_changed.get(sched, written))
+        return now - last >= VICTIM_SETTLE
 
     def run(
         self, scenario: sc.Scenario, on_pod: Callable[[PodResult], None] | None = None

@@ -22,6 +22,10 @@ from tests.kube import ClusterHandle
 from tests.webhook import _serving_cert
 
 WEBHOOK_NAME = "oracle-recorder"
+# A preemption deletes its victims in parallel and gives up on the rest once one DELETE
+# fails (upstream's preemption executor cancels the others): each DELETE is held this
+# long before it is refused, so every victim's DELETE has arrived by then.
+DELETE_HOLD = 2.0
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -59,6 +63,8 @@ class Recorder:
                     self.binds[user].setdefault(key, node)
                 elif key not in self.deletes[user]:
                     self.deletes[user].append(key)
+            if req.get("operation") == "DELETE":
+                time.sleep(DELETE_HOLD)
         response: dict[str, Any] = {"uid": req["uid"], "allowed": not refuse}
         if refuse:
             response["status"] = {"code": 403, "message": "recorded by the differential oracle"}
