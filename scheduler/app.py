@@ -200,6 +200,8 @@ class SchedulerApp:
             self.events,
             activate=lambda pods: self.queue.activate(pods),
             reject_waiting=self._reject_waiting,
+            # the gate after a successful task watches every victim in the cache
+            pod_lookup=self.cache.get_pod,
             metrics=m,
             # a preemptor whose tasks keep failing backs off as pods do
             settings=ExecutorSettings(
