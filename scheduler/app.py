@@ -269,7 +269,9 @@ class SchedulerApp:
                      _ListerFeed(ls.set_storage_class,
                                  lambda o: ls.storage_classes.pop(o.name, None))),
         ]  # fmt: skip
-        self.status_writer = StatusWriter(self.dispatcher.patch_pod_status, metrics=m)
+        self.status_writer = StatusWriter(
+            self.dispatcher.patch_pod_status, metrics=m, is_pending=self._is_pending
+        )
         self.loop = SchedulingLoop(
             cache=self.cache,
             queue=self.queue,
@@ -356,6 +358,7 @@ class SchedulerApp:
             return
         log.error("lost the lease; stopping scheduling identity=%s", self.identity)
         self._lost_lease = True
+        self.tasks.begin_shutdown()  # the loop and the queue's flushes end now, on purpose
         self.loop.stop()
         self.queue.close()
         self._stop.set()

@@ -87,6 +87,7 @@ class StatusWriter:
         max_in_flight: int = 8,
         metrics: SchedulerMetrics | None = None,
         wall: Callable[[], dt.datetime] = _utcnow,
+        is_pending: Callable[[PodInfo], bool] | None = None,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be >= 1")
@@ -94,6 +95,9 @@ class StatusWriter:
         self._max_in_flight = max_in_flight
         self._metrics = metrics
         self._wall = wall
+        # a pod that waited for a slot may have been bound or deleted meanwhile: its
+        # write is then pointless (or a 422 for a nomination on a bound pod)
+        self._is_pending = is_pending or (lambda pod: True)
         self._in_flight: dict[str, WantedStatus] = {}  # uid -> what is being written
         self._waiting: OrderedDict[str, tuple[PodInfo, WantedStatus]] = OrderedDict()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -207,6 +211,9 @@ class StatusWriter:
             if uid is None:
                 break
             pod, wanted = self._waiting.pop(uid)
+            if not self._is_pending(pod):
+                self._count(GONE)
+                continue
             self._start(pod, wanted)
         if not self._in_flight and not self._waiting:
             self._idle.set()

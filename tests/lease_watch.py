@@ -71,7 +71,7 @@ class LeaseWatcher:
                             return
                         if line.strip():
                             self._record(json.loads(line))
-            except OSError:
+            except Exception:  # a broken stream, or closed under us by stop()
                 if self._stop.is_set():
                     return
                 time.sleep(0.2)  # the stream broke: reconnect (the next event re-syncs)

@@ -202,3 +202,19 @@ async def test_drain_gives_up_on_what_waits_and_counts_it() -> None:
     given_up = await w.drain(grace=0.01)
     assert given_up == 3  # two waiting, one cancelled in flight
     assert counts(m)["failed"] == 3.0
+
+
+async def test_a_pod_bound_or_deleted_while_waiting_is_not_written() -> None:
+    patch = GatedPatch()
+    pending = {"uid-busy", "uid-a"}
+    m = SchedulerMetrics()
+    w = StatusWriter(
+        patch, metrics=m, wall=lambda: T0, max_in_flight=1, is_pending=lambda p: p.uid in pending
+    )
+    w.unschedulable(pod("busy"), "Unschedulable", MSG, None)
+    w.unschedulable(pod("a"), "Unschedulable", MSG, "n1")
+    pending.discard("uid-a")  # bound meanwhile (the informer says so)
+    patch.gate.set()
+    await w.wait_idle()
+    assert [name for name, _ in patch.sent] == ["busy"]
+    assert counts(m) == {"written": 1.0, "gone": 1.0}
