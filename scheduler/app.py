@@ -48,8 +48,9 @@ from scheduler.framework.handle import Handle, InMemoryListers
 from scheduler.framework.registry import Registry
 from scheduler.framework.runtime import Framework
 from scheduler.framework.runtime import Profile as FrameworkProfile
+from scheduler.guarded_tasks import GuardedTasks
 from scheduler.leader import LeaderElectionSettings, LeaderElector
-from scheduler.loop import SchedulingLoop, StatusWriter
+from scheduler.loop import SchedulingLoop
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model import (
     NodeInfo,
@@ -68,6 +69,7 @@ from scheduler.plugins.registry import in_tree_registry
 from scheduler.preemption import ExecutorSettings, PreemptionExecutor
 from scheduler.queue import SchedulingQueue
 from scheduler.server import HealthServer
+from scheduler.status_writer import StatusWriter
 from scheduler.workload_selectors import (
     WorkloadSelectors,
     replica_set_from_dict,
@@ -103,6 +105,8 @@ class RunOptions:
     port: int = 10251
     leader_elect: bool | None = None  # None: as the config says
     identity: str = ""
+    event_buffer_size: int = 1000
+    """events held for the API server before a burst makes the recorder drop (counted)."""
 
 
 class _ListerFeed:
@@ -136,11 +140,23 @@ def framework_profile(cfg: SchedulerConfiguration, index: int) -> FrameworkProfi
 
 class SchedulerApp:
     def __init__(
-        self, cfg: SchedulerConfiguration, connection: Connection, options: RunOptions
+        self,
+        cfg: SchedulerConfiguration,
+        connection: Connection,
+        options: RunOptions,
+        *,
+        lease_connection: Connection | None = None,
     ) -> None:
         self.cfg = cfg
         self.connection = connection
+        # upstream builds a separate clientset for leader election (its own connections
+        # and its own rate limiter): the Lease must never queue behind scheduling writes.
+        # A backlog of unschedulable pods once kept renewals waiting in the shared token
+        # bucket for 36.7 s (issue 10). Without a connection of its own (tests) the
+        # elector still gets its own dispatcher, hence its own token bucket.
+        self.lease_connection = lease_connection or connection
         self.options = options
+        self.tasks = GuardedTasks()
         self.identity = options.identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
         self.metrics = SchedulerMetrics()
         m = self.metrics
@@ -152,9 +168,20 @@ class SchedulerApp:
                 verb=verb, resource=res, code=code
             ).inc(),
         )
+        self.lease_dispatcher = Dispatcher(
+            self.lease_connection,
+            DispatcherSettings(qps=cc.qps, burst=cc.burst),
+            on_request=lambda verb, res, code: m.api_requests.labels(
+                verb=verb, resource=res, code=code
+            ).inc(),
+        )
         names = [p.scheduler_name for p in cfg.profiles]
         self.events = EventRecorder(
-            self.dispatcher, reporting_controller=names[0], reporting_instance=self.identity
+            self.dispatcher,
+            reporting_controller=names[0],
+            reporting_instance=self.identity,
+            buffer_size=options.event_buffer_size,
+            on_dropped=lambda reason: m.events_dropped.labels(reason=reason).inc(),
         )
         self.cache = Cache()
         self.nominator = Nominator()
@@ -173,6 +200,8 @@ class SchedulerApp:
             self.events,
             activate=lambda pods: self.queue.activate(pods),
             reject_waiting=self._reject_waiting,
+            # the gate after a successful task watches every victim in the cache
+            pod_lookup=self.cache.get_pod,
             metrics=m,
             # a preemptor whose tasks keep failing backs off as pods do
             settings=ExecutorSettings(
@@ -240,7 +269,9 @@ class SchedulerApp:
                      _ListerFeed(ls.set_storage_class,
                                  lambda o: ls.storage_classes.pop(o.name, None))),
         ]  # fmt: skip
-        self.status_writer = StatusWriter(self.dispatcher.patch_pod_status, self.dispatcher.submit)
+        self.status_writer = StatusWriter(
+            self.dispatcher.patch_pod_status, metrics=m, is_pending=self._is_pending
+        )
         self.loop = SchedulingLoop(
             cache=self.cache,
             queue=self.queue,
@@ -253,6 +284,7 @@ class SchedulerApp:
         )
         self.server = HealthServer(m.registry, host=options.bind_address, port=options.port)
         self.server.add_readiness_check("sched-handler-sync", self._synced_check)
+        self.server.add_health_check("background-tasks", self.tasks.healthz)
         le = cfg.leader_election
         self.leader_elect = (
             le.leader_elect if options.leader_elect is None else options.leader_elect
@@ -260,7 +292,7 @@ class SchedulerApp:
         self.elector: LeaderElector | None = None
         if self.leader_elect:
             self.elector = LeaderElector(
-                self.dispatcher,
+                self.lease_dispatcher,
                 LeaderElectionSettings(
                     namespace=le.resource_namespace,
                     name=le.resource_name,
@@ -276,7 +308,6 @@ class SchedulerApp:
         self._leading = asyncio.Event()
         self._lost_lease = False
         self._stop = asyncio.Event()
-        self._tasks: list[asyncio.Task[Any]] = []
 
     # ------------------------------------------------------------------ callbacks
     async def _bind(self, pod: PodInfo, node: str) -> None:
@@ -327,6 +358,7 @@ class SchedulerApp:
             return
         log.error("lost the lease; stopping scheduling identity=%s", self.identity)
         self._lost_lease = True
+        self.tasks.begin_shutdown()  # the loop and the queue's flushes end now, on purpose
         self.loop.stop()
         self.queue.close()
         self._stop.set()
@@ -340,9 +372,10 @@ class SchedulerApp:
 
     async def run(self) -> int:
         informers = self._informers()
+        guard = self.tasks
         for inf in informers:
-            self._tasks.append(asyncio.create_task(inf.run(), name=f"informer-{inf.name}"))
-        self._tasks.append(self.events.start())
+            guard.spawn(f"informer-{inf.name}", inf.run())
+        guard.watch(self.events.start())
         await self.server.start()
         log.info("serving health and metrics on %s", self.server.url)
         stop_wait: asyncio.Future[Any] = asyncio.create_task(self._stop.wait())
@@ -351,33 +384,33 @@ class SchedulerApp:
         )
         first: set[asyncio.Future[Any]] = {stop_wait, synced}
         await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
+        loop_crashed = False
         if not self._stop.is_set():
             log.info(
                 "caches synced nodes=%d pods=%d", self.cache.node_count(), self.cache.pod_count()
             )
             if self.elector is not None:
-                self._tasks.append(asyncio.create_task(self._run_elector(), name="leader-election"))
+                # returns when leadership ends (lost, or released on stop)
+                guard.spawn("leader-election", self._run_elector(), may_return=True)
                 lead = asyncio.create_task(self._leading.wait())
                 await asyncio.wait({stop_wait, lead}, return_when=asyncio.FIRST_COMPLETED)
                 lead.cancel()
             if not self._stop.is_set():
                 self.queue.run()
-                self._tasks.append(
-                    asyncio.create_task(self._cleanup_assumed(), name="assumed-expiry")
-                )
-                loop_task = asyncio.create_task(self.loop.run(), name="scheduling-loop")
+                for flush in self.queue.tasks:
+                    guard.watch(flush)
+                guard.spawn("assumed-expiry", self._cleanup_assumed())
+                loop_task = guard.spawn("scheduling-loop", self.loop.run())
                 await asyncio.wait({stop_wait, loop_task}, return_when=asyncio.FIRST_COMPLETED)
-                if loop_task.done() and loop_task.exception() is not None:
-                    log.error("scheduling loop ended", exc_info=loop_task.exception())
+                loop_crashed = loop_task.done() and not self._stop.is_set()
         synced.cancel()
         stop_wait.cancel()
         await self._shutdown()
-        return EXIT_RUNTIME if self._lost_lease else EXIT_OK
+        return EXIT_RUNTIME if self._lost_lease or loop_crashed else EXIT_OK
 
     async def _run_elector(self) -> None:
         assert self.elector is not None
         await self.elector.run()
-        # run() returns when leadership ended (lost, or released on stop)
         if not self._stop.is_set():
             self._stopped_leading()
 
@@ -390,24 +423,27 @@ class SchedulerApp:
 
     async def _shutdown(self) -> None:
         log.info("shutting down")
+        self.tasks.begin_shutdown()
         self.server.begin_shutdown()
         self.loop.stop()
         self.queue.close()
         await self.loop.drain_binds(SHUTDOWN_GRACE if not self._lost_lease else 0.0)
         await self.executor.shutdown(SHUTDOWN_GRACE if not self._lost_lease else 0.0)
+        await self.status_writer.drain(SHUTDOWN_GRACE)
         await self.dispatcher.drain(SHUTDOWN_GRACE)
         await self.events.stop(2.0)
         if self.elector is not None:
             self.elector.stop()
-        for t in self._tasks:
+        tasks = self.tasks.tasks
+        for t in tasks:
             if t.get_name() == "leader-election":
                 with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await asyncio.wait_for(t, 5.0)
+                    await asyncio.wait_for(asyncio.shield(t), 5.0)
         for inf in self._informers():
             inf.stop()
-        for t in self._tasks:
+        for t in tasks:
             t.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         await self.server.stop()
         log.info("stopped")
 
@@ -429,21 +465,45 @@ def load_or_exit(path: str | None) -> SchedulerConfiguration | int:
 async def _amain(cfg: SchedulerConfiguration, options: RunOptions) -> int:
     kubeconfig = options.kubeconfig or cfg.client_connection.kubeconfig or None
     in_cluster = kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ
+    leader_elect = (
+        cfg.leader_election.leader_elect if options.leader_elect is None else options.leader_elect
+    )
+    connections: list[Connection] = []
     try:
-        connection = await Connection.connect(
-            ConnectionSettings(kubeconfig=kubeconfig, in_cluster=in_cluster)
+        try:
+            connections.append(
+                await Connection.connect(
+                    ConnectionSettings(kubeconfig=kubeconfig, in_cluster=in_cluster)
+                )
+            )
+            if leader_elect:
+                # its own session and pool, as upstream's leader-election clientset
+                connections.append(
+                    await Connection.connect(
+                        ConnectionSettings(
+                            kubeconfig=kubeconfig,
+                            in_cluster=in_cluster,
+                            max_connections=4,
+                            user_agent="kube-async-scheduler/leader-election",
+                        )
+                    )
+                )
+        except Exception as exc:  # unreadable kubeconfig, no in-cluster env, ...
+            print(f"kube-async-scheduler: cannot connect to the API server: {exc}", file=sys.stderr)
+            return EXIT_RUNTIME
+        app = SchedulerApp(
+            cfg,
+            connections[0],
+            options,
+            lease_connection=connections[1] if len(connections) > 1 else None,
         )
-    except Exception as exc:  # unreadable kubeconfig, no in-cluster env, ...
-        print(f"kube-async-scheduler: cannot connect to the API server: {exc}", file=sys.stderr)
-        return EXIT_RUNTIME
-    try:
-        app = SchedulerApp(cfg, connection, options)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, app.request_stop)
         return await app.run()
     finally:
-        await connection.close()
+        for connection in connections:
+            await connection.close()
 
 
 def run_scheduler(args: argparse.Namespace) -> int:

@@ -22,13 +22,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from scheduler.cache import Cache, CacheError, Nominator, Snapshot
-from scheduler.client.errors import ApiError, Conflict, NotFound
+from scheduler.client.errors import ApiError, Conflict
 from scheduler.client.events import EventRecorder, pod_ref
 from scheduler.clock import SYSTEM_CLOCK, Clock
 from scheduler.framework.cycle_state import CycleState
@@ -39,6 +37,7 @@ from scheduler.framework.status import Code, Status
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model import PodInfo
 from scheduler.queue import QueuedPodInfo, SchedulingQueue
+from scheduler.status_writer import StatusWriter
 
 log = logging.getLogger(__name__)
 
@@ -68,52 +67,6 @@ class WaitingPod:
     def reject(self, plugin: str, message: str) -> None:
         if not self.future.done():
             self.future.set_result(Status.unschedulable(message, plugin=plugin))
-
-
-class StatusWriter:
-    """Writes PodScheduled=False (and nominatedNodeName) on pods that failed a cycle,
-    as background calls. What was last written per pod is remembered, so a pod that keeps
-    failing for the same reason does not become a stream of identical writes."""
-
-    MAX_REMEMBERED = 50_000
-
-    def __init__(
-        self, patch: Callable[[str, str, dict[str, Any]], Any], submit: Callable[..., Any]
-    ) -> None:
-        self._patch = patch
-        self._submit = submit
-        self._written: OrderedDict[str, tuple[str, str, str | None]] = OrderedDict()
-
-    def forget(self, uid: str) -> None:
-        self._written.pop(uid, None)
-
-    def unschedulable(
-        self, pod: PodInfo, reason: str, message: str, nominated_node: str | None
-    ) -> None:
-        key = (reason, message, nominated_node)
-        if self._written.get(pod.uid) == key:
-            return
-        self._written[pod.uid] = key
-        self._written.move_to_end(pod.uid)
-        while len(self._written) > self.MAX_REMEMBERED:
-            self._written.popitem(last=False)
-        status: dict[str, Any] = {
-            "conditions": [
-                {"type": "PodScheduled", "status": "False", "reason": reason, "message": message}
-            ]
-        }
-        if nominated_node is not None:
-            status["nominatedNodeName"] = nominated_node or None
-        self._submit(self._write(pod, {"status": status}), name=f"status-{pod.key}")
-
-    async def _write(self, pod: PodInfo, patch: dict[str, Any]) -> None:
-        try:
-            await self._patch(pod.namespace, pod.name, patch)
-        except NotFound:
-            pass
-        except ApiError as exc:
-            self.forget(pod.uid)
-            log.warning("status patch failed pod=%s err=%s", pod.key, exc)
 
 
 class SchedulingLoop:
@@ -165,9 +118,9 @@ class SchedulingLoop:
                 return
             try:
                 self.schedule_one(info)
-            except Exception:  # one pod must never stop the loop
-                log.exception("scheduling cycle crashed pod=%s", info.pod.key)
-                self.queue.done(info.pod.uid)
+            except Exception:  # one pod must never stop the loop, nor be lost
+                log.exception("handling a crashed scheduling cycle failed pod=%s", info.pod.key)
+                self._requeue_after_crash(info)
             # Sync preemption: the cycle's API calls finish before the next pod is popped
             for settle in self._settlers:
                 await settle()
@@ -202,6 +155,21 @@ class SchedulingLoop:
         self.cycles += 1
         start = self.clock.now()
         state = CycleState()
+        progress = _Progress()
+        try:
+            self._scheduling_cycle(fwk, state, info, start, progress)
+        except Exception as exc:
+            self._crashed(fwk, state, info, start, progress, exc)
+
+    def _scheduling_cycle(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        info: QueuedPodInfo[PodInfo],
+        start: float,
+        progress: _Progress,
+    ) -> None:
+        pod = info.pod
         self.cache.update_snapshot(self.snapshot)
         try:
             result = schedule_pod(
@@ -222,6 +190,7 @@ class SchedulingLoop:
         except CacheError as exc:
             self._failure(fwk, info, Status.from_error(exc), str(exc), start, RESULT_ERROR)
             return
+        progress.assumed, progress.node = assumed, node
         # the pod now holds its place for real; a nomination would count it twice
         self.nominator.remove(pod)
         st = fwk.run_reserve(state, assumed, node)
@@ -242,9 +211,44 @@ class SchedulingLoop:
             self._binding_cycle(fwk, state, info, assumed, node, waiting, timeout, start),
             name=f"bind-{pod.key}",
         )
+        progress.handed_over = True  # from here on the binding cycle owns the pod
         self._binds.add(task)
         task.add_done_callback(self._binds.discard)
         self.metrics.goroutines.labels(operation="binding").set(len(self._binds))
+
+    def _crashed(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        info: QueuedPodInfo[PodInfo],
+        start: float,
+        progress: _Progress,
+        exc: Exception,
+    ) -> None:
+        """An exception escaped the cycle (a plugin bug, an overflow...). As upstream's
+        handleSchedulingFailure with an error status: undo what the cycle did, requeue
+        the pod with backoff, tell it with a FailedScheduling event and count the attempt
+        as scheduler_schedule_attempts_total{result="error"}. Never dropped."""
+        pod = info.pod
+        log.error("scheduling cycle crashed pod=%s", pod.key, exc_info=exc)
+        if progress.handed_over:
+            return  # the binding task owns the pod and will requeue it if it fails
+        self.waiting.pop(pod.uid, None)
+        if progress.assumed is not None:
+            with contextlib.suppress(Exception):
+                self._undo(fwk, state, progress.assumed, progress.node)
+        message = f"internal error in the scheduling cycle: {type(exc).__name__}: {exc}"
+        self._failure(fwk, info, Status.from_error(exc), message, start, RESULT_ERROR)
+
+    def _requeue_after_crash(self, info: QueuedPodInfo[PodInfo]) -> None:
+        """Last resort when even the failure handling crashed: back to the queue (with
+        backoff) without the event, so the pod is retried rather than forgotten."""
+        try:
+            self.queue.add_unschedulable_if_not_present(info, (), self.queue.scheduling_cycle)
+        except Exception:
+            log.exception("requeue after a crashed cycle failed pod=%s", info.pod.key)
+        finally:
+            self.queue.done(info.pod.uid)
 
     def _fit_error(
         self,
@@ -384,8 +388,15 @@ class SchedulingLoop:
                 )
                 if not st.ok:
                     if isinstance(st.error, Conflict):
-                        # bound by someone else in between: the informer will tell us where
-                        log.info("bind conflict pod=%s node=%s: already bound", pod.key, node)
+                        # 409: bound by someone else in between (the informer will tell us
+                        # where), or being deleted (the informer will remove it); either
+                        # way nothing to requeue
+                        log.info(
+                            "bind conflict pod=%s node=%s: %s",
+                            pod.key,
+                            node,
+                            _conflict_cause(st.error),
+                        )
                         self._undo(fwk, state, assumed, node)
                         self.queue.done(pod.uid)
                         return
@@ -438,6 +449,25 @@ class SchedulingLoop:
             )
         finally:
             self.metrics.goroutines.labels(operation="binding").set(len(self._binds) - 1)
+
+
+@dataclass
+class _Progress:
+    """How far a scheduling cycle got, so a crash can be undone."""
+
+    assumed: PodInfo | None = None
+    node: str = ""
+    handed_over: bool = False
+
+
+def _conflict_cause(exc: Conflict) -> str:
+    """The API server's two 409s on pods/binding (pkg/registry/core/pod/storage
+    setPodNodeAndMetadata): the pod is being deleted, or it is already assigned."""
+    if "is being deleted" in exc.message:
+        return "pod is being deleted"
+    if "already assigned" in exc.message:
+        return "already bound"
+    return f"conflict: {exc.message}"
 
 
 def _result_of(status: Status) -> str:

@@ -260,6 +260,28 @@ class SchedulerMetrics:
             namespace=ns,
             registry=r,
         )
+        self.pod_status_patches = Counter(
+            "pod_status_patches_total",
+            "PodScheduled=False status writes for pods that failed a cycle, by result: "
+            "'written', 'unchanged' (skipped: the pod already shows it, as upstream's "
+            "updatePod), 'coalesced' (replaced by a later status of the same pod before it "
+            "was sent), 'gone' (404), 'failed'.",
+            ["result"],
+            namespace=ns,
+            registry=r,
+        )
+        # client-go's event broadcaster only logs its drops ("too many queued events,
+        # dropped event"; a TODO asks for a metric): this is that metric
+        self.events_dropped = Counter(
+            "events_dropped_total",
+            "Events that never reached the API server, by reason: 'buffer_full' (the "
+            "recorder's buffer overflowed in a burst), 'rejected' (the API server refused "
+            "the write, e.g. 404 namespace gone; not resent), 'failed' (no answer after "
+            "retries), 'stopped' (recorded after shutdown began).",
+            ["reason"],
+            namespace=ns,
+            registry=r,
+        )
         self.leader = Gauge(
             "leader_election_is_leader",
             "1 when this instance holds the scheduler's lease, else 0.",

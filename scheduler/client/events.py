@@ -1,8 +1,22 @@
 """EventRecorder: fire-and-forget events.k8s.io/v1 Events, aggregated into series.
 
 `event()` is synchronous and never blocks or raises: it appends to a bounded buffer
-(the oldest entry is dropped, and counted, when full) that one background task writes
-through the dispatcher.
+that one background task writes through the dispatcher.
+
+When a burst overflows the buffer something must give, and it is never silent: every
+event that will not reach the API server is counted (`on_dropped(reason)`, the app's
+scheduler_events_dropped_total{reason}) and logged at most every `drop_log_interval`
+seconds with the counts since the last line. What gives first is a repeat, never a
+pod's first event: the buffer keeps "first" writes (the first Event about an object)
+apart from repeats (a series' second occurrence, or a new series about an object that
+already has an Event). A full buffer evicts the oldest repeat; only when it holds first
+events alone is the oldest first event dropped. An evicted series patch loses nothing
+(the periodic flush still reports the count); an evicted create is a lost event, counted,
+and its series forgotten so a later occurrence starts afresh.
+
+A write the API server refuses (4xx, e.g. 404 when the namespace is gone) is dropped at
+once and its series forgotten, as client-go abandons a rejected Event; the periodic
+flush never resends it. Retryable failures were already retried by the dispatcher.
 
 Repeats are aggregated as client-go's tools/events recorder does: events are
 "isomorphic" when regarding object, type, reason, action and reporting controller match
@@ -121,6 +135,7 @@ class EventAggregator:
     def __init__(self, series_expiry: float = 360.0) -> None:
         self.series_expiry = series_expiry
         self._entries: dict[EventKey, SeriesEntry] = {}
+        self._per_object: dict[ObjectRef, int] = {}
         self._seq = itertools.count()
 
     def __len__(self) -> int:
@@ -133,7 +148,7 @@ class EventAggregator:
         occurrence (sent at once), "count" for later ones (flushed periodically)."""
         entry = self._entries.get(key)
         if entry is not None and now - entry.last_seen > self.series_expiry:
-            del self._entries[key]
+            self.forget(entry)
             entry = None
         if entry is None:
             regarding = key[0]
@@ -147,12 +162,30 @@ class EventAggregator:
                 last_seen=now,
             )
             self._entries[key] = entry
+            self._per_object[regarding] = self._per_object.get(regarding, 0) + 1
             return "create", entry
         entry.count += 1
         entry.last_time = wall
         entry.last_seen = now
         entry.note = note
         return ("patch" if entry.count == 2 else "count"), entry
+
+    def series_about(self, regarding: ObjectRef) -> int:
+        """How many live series are about this object."""
+        return self._per_object.get(regarding, 0)
+
+    def forget(self, entry: SeriesEntry) -> None:
+        """Drop a series (expired, or its Event will never exist): a later occurrence
+        creates a fresh Event."""
+        if self._entries.get(entry.key) is not entry:
+            return
+        del self._entries[entry.key]
+        regarding = entry.key[0]
+        left = self._per_object.get(regarding, 0) - 1
+        if left > 0:
+            self._per_object[regarding] = left
+        else:
+            self._per_object.pop(regarding, None)
 
     def _name(self, regarding: ObjectRef, wall: dt.datetime) -> str:
         # upstream: "<regarding name>.<unix nanos in hex>"; a sequence keeps two events
@@ -166,9 +199,9 @@ class EventAggregator:
         return [e for e in self._entries.values() if e.count > max(e.sent_count, 1)]
 
     def expire(self, now: float) -> int:
-        stale = [k for k, e in self._entries.items() if now - e.last_seen > self.series_expiry]
-        for key in stale:
-            del self._entries[key]
+        stale = [e for e in self._entries.values() if now - e.last_seen > self.series_expiry]
+        for entry in stale:
+            self.forget(entry)
         return len(stale)
 
 
@@ -218,6 +251,13 @@ def _utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+# reasons of scheduler_events_dropped_total
+DROP_BUFFER_FULL = "buffer_full"
+DROP_REJECTED = "rejected"
+DROP_FAILED = "failed"
+DROP_STOPPED = "stopped"
+
+
 class EventRecorder:
     """Queue events for the API; `start()` the writer task, `await stop()` at shutdown."""
 
@@ -231,16 +271,19 @@ class EventRecorder:
         concurrency: int = 16,
         series_interval: float = 30.0,
         series_expiry: float = 360.0,
+        drop_log_interval: float = 10.0,
         clock: Clock = SYSTEM_CLOCK,
         wall: Callable[[], dt.datetime] = _utcnow,
-        on_dropped: Callable[[], None] | None = None,
+        on_dropped: Callable[[str], None] | None = None,
     ) -> None:
         if buffer_size < 1:
             raise ValueError("buffer_size must be >= 1")
         self._sink = sink
         self.reporting_controller = reporting_controller
         self.reporting_instance = reporting_instance
-        self._buffer: deque[_Op] = deque()
+        # first events (the first Event about an object) and repeats, each in order
+        self._firsts: deque[_Op] = deque()
+        self._repeats: deque[_Op] = deque()
         self._buffer_size = buffer_size
         # one write at a time capped the recorder near 1/latency events per second, below
         # the bind rate: the buffer filled and Scheduled events were dropped (242 of 1001
@@ -251,6 +294,9 @@ class EventRecorder:
         self._clock = clock
         self._wall = wall
         self._on_dropped = on_dropped
+        self._drop_log_interval = drop_log_interval
+        self._unlogged: dict[str, int] = {}
+        self._last_drop_log = float("-inf")
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
@@ -262,26 +308,54 @@ class EventRecorder:
         if type not in (NORMAL, WARNING):
             raise ValueError(f"event type must be Normal or Warning, not {type!r}")
         if self._closed:
-            self._drop()
+            self._drop(DROP_STOPPED, reason)
             return
         key: EventKey = (regarding, type, reason, action)
         what, entry = self._aggregator.observe(key, note, self._clock.now(), self._wall())
         if what == "create":
-            self._push(_Op("create", entry))
+            first = self._aggregator.series_about(regarding) == 1
+            self._push(_Op("create", entry), first)
         elif what == "patch":
-            self._push(_Op("patch", entry))
+            self._push(_Op("patch", entry), False)
 
-    def _push(self, op: _Op) -> None:
-        if len(self._buffer) >= self._buffer_size:
-            self._buffer.popleft()
-            self._drop()
-        self._buffer.append(op)
+    def _buffered(self) -> int:
+        return len(self._firsts) + len(self._repeats)
+
+    def _push(self, op: _Op, first: bool) -> None:
+        if self._buffered() >= self._buffer_size:
+            if self._repeats:
+                self._evict(self._repeats.popleft())
+            elif not first:
+                self._evict(op)  # the buffer holds first events only: they win
+                return
+            else:
+                self._evict(self._firsts.popleft())
+        (self._firsts if first else self._repeats).append(op)
         self._wakeup.set()
 
-    def _drop(self) -> None:
+    def _evict(self, op: _Op) -> None:
+        if op.kind == "patch":
+            return  # the series lives on: the periodic flush reports its count
+        self._aggregator.forget(op.entry)
+        self._drop(DROP_BUFFER_FULL, op.entry.key[2])
+
+    def _drop(self, why: str, event_reason: str) -> None:
+        """One event that will not reach the API server: count it, log (rate-limited)."""
         self._dropped += 1
         if self._on_dropped is not None:
-            self._on_dropped()
+            self._on_dropped(why)
+        self._unlogged[why] = self._unlogged.get(why, 0) + 1
+        now = self._clock.now()
+        if now - self._last_drop_log >= self._drop_log_interval:
+            self._last_drop_log = now
+            counts = " ".join(f"{k}={v}" for k, v in sorted(self._unlogged.items()))
+            self._unlogged.clear()
+            log.warning(
+                "events dropped since the last report %s last_reason=%s total=%d",
+                counts,
+                event_reason,
+                self._dropped,
+            )
 
     @property
     def dropped(self) -> int:
@@ -289,7 +363,7 @@ class EventRecorder:
 
     def statistics(self) -> RecorderStatistics:
         return RecorderStatistics(
-            buffered=len(self._buffer),
+            buffered=self._buffered(),
             series=len(self._aggregator),
             created=self._created,
             patched=self._patched,
@@ -306,22 +380,41 @@ class EventRecorder:
 
     async def stop(self, grace: float = 5.0) -> None:
         """Stop taking events, write what is buffered (and the grown series) for up to
-        `grace` seconds, then stop the writer."""
+        `grace` seconds, then stop the writer. What is still buffered then is counted
+        as dropped."""
         self._closed = True
         task = self._task
-        if task is None or task.done():
-            return
-        self._wakeup.set()
-        try:
-            await asyncio.wait_for(asyncio.shield(task), grace)
-        except TimeoutError:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        if task is not None and not task.done():
+            self._wakeup.set()
+            try:
+                await asyncio.wait_for(asyncio.shield(task), grace)
+            except TimeoutError:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        for queue in (self._firsts, self._repeats):
+            while queue:
+                op = queue.popleft()
+                if op.kind == "create":
+                    self._drop(DROP_STOPPED, op.entry.key[2])
+
+    def _next_batch(self) -> list[_Op]:
+        """Up to `concurrency` ops, first events before repeats, one per series (a
+        series' create and patch stay in order)."""
+        batch: list[_Op] = []
+        series: set[int] = set()
+        for queue in (self._firsts, self._repeats):
+            while queue and len(batch) < self._concurrency:
+                entry_id = id(queue[0].entry)
+                if entry_id in series:
+                    break
+                series.add(entry_id)
+                batch.append(queue.popleft())
+        return batch
 
     async def _run(self) -> None:
         while True:
-            if not self._buffer:
+            if not self._buffered():
                 if self._closed:
                     await self.flush_series()
                     return
@@ -329,15 +422,8 @@ class EventRecorder:
                 timeout = max(0.0, self._last_flush + self._series_interval - self._clock.now())
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wakeup.wait(), timeout)
-            if self._buffer:
-                batch: list[_Op] = []
-                series: set[int] = set()
-                while self._buffer and len(batch) < self._concurrency:
-                    entry_id = id(self._buffer[0].entry)
-                    if entry_id in series:
-                        break  # a series' create and patch stay in order
-                    series.add(entry_id)
-                    batch.append(self._buffer.popleft())
+            if self._buffered():
+                batch = self._next_batch()
                 if len(batch) == 1:
                     await self._send(batch[0])
                 else:
@@ -366,6 +452,8 @@ class EventRecorder:
             count = entry.count
             if count <= entry.sent_count:
                 return
+            if entry.sent_count == 0:
+                return  # its create is still buffered (and will carry the count) or lost
             try:
                 await self._sink.patch_event(
                     entry.namespace, entry.name, {"series": _series(entry)}
@@ -388,6 +476,16 @@ class EventRecorder:
                 entry.key[0].name,
                 exc,
             )
+            if not exc.retryable:
+                # refused (404 namespace gone, 403, 422...): resending cannot help
+                self._aggregator.forget(entry)
+                if entry.sent_count == 0 or op.kind == "patch":
+                    self._drop(DROP_REJECTED, entry.key[2])
+            elif entry.sent_count == 0:
+                self._aggregator.forget(entry)
+                self._drop(DROP_FAILED, entry.key[2])
         except Exception:
             self._failed += 1
+            self._aggregator.forget(entry)
             log.exception("event writer failed reason=%s", entry.key[2])
+            self._drop(DROP_FAILED, entry.key[2])

@@ -125,6 +125,7 @@ class PodCondition:
     type: str
     status: str
     reason: str = ""
+    message: str = ""  # compared before the scheduler rewrites PodScheduled
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -571,7 +572,10 @@ def _pod_from_dict(
     )
     conditions = tuple(
         PodCondition(
-            str(c.get("type") or ""), str(c.get("status") or ""), str(c.get("reason") or "")
+            str(c.get("type") or ""),
+            str(c.get("status") or ""),
+            str(c.get("reason") or ""),
+            str(c.get("message") or ""),
         )
         for c in _list(status.get("conditions"), "status.conditions")
         if isinstance(c, dict)

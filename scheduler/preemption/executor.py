@@ -7,7 +7,8 @@ One task per preemption (KEP-4832's "goroutine"), steps in the contract's order:
 2. patch the preemptor's status: PodScheduled=False (Unschedulable) and
    nominatedNodeName=<node> (upstream does this in the loop unless its async-API-calls
    gate is on; here always in the task);
-3. preempt every victim but the last in parallel, at most `max_parallel_victims` at once:
+3. preempt every victim but the last in parallel, at most `max_parallel_victims` at once
+   (victims already terminating are left out, and are never the last, as upstream):
    a victim waiting at Permit is rejected in memory; any other gets the DisruptionTarget
    condition (only if not present) and a DELETE (uid precondition, default grace).
    NotFound counts as success. Each preempted victim gets a Preempted event;
@@ -21,16 +22,18 @@ One task per preemption (KEP-4832's "goroutine"), steps in the contract's order:
    retry_initial/retry_max, the pod backoff), so a persistent refusal is no hot loop;
 7. the preemptor is always re-activated when the task ends (k/k #141694: upstream waits
    for victim delete events, which may never come when the last victim was already gone).
-   After a success the PreEnqueue gate still holds it until the cache shows the last
-   victim terminating or gone (`release`): the DELETE's answer comes before the
-   informer's update, and a retry in between would see the victim running and preempt
-   again.
+   After a success the PreEnqueue gate still holds it until the cache shows every
+   victim it preempted terminating or gone (`release`; upstream watches the last one
+   only): the DELETE's answer comes before the informer's update, and a retry in
+   between would see a victim running and decide a second preemption.
 
 Victims already terminating get no call. A victim whose DELETE another preemptor has in
 flight is not deleted again: the second task waits for the first call's outcome; one
 whose DELETE already succeeded is skipped (tracked by uid for `issued_delete_ttl`, until
-the informer shows the deletionTimestamp). If no victim needs a call, the preemptor is
-not gated at all (steps 1-2 still run).
+the informer shows the deletionTimestamp). Whatever the victims, the preemptor is gated
+until its own status patch (step 2) is written: a retry that bound it first would turn
+that nominatedNodeName patch into a 422 ("may not be set on pods that are already bound
+to a node") and a failed preemption.
 
 Sync mode (`run_inline`) awaits the same steps inside the cycle, without the gate.
 
@@ -109,6 +112,10 @@ Activate = Callable[[Sequence[PodInfo]], None]
 RejectWaiting = Callable[[PodInfo, str], bool]
 
 
+def _still_running(pod: PodInfo | None) -> bool:
+    return pod is not None and not pod.is_terminating
+
+
 def _utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
@@ -146,6 +153,9 @@ class _Preemption:
     message: str
     gated: bool
     last_victim: PodInfo | None = None
+    # the preemptor's own status patch (step 2) is on its way: its bind must not overtake
+    # it (a nominatedNodeName patch on a bound pod is a 422)
+    status_pending: bool = True
     task: asyncio.Task[bool] | None = None
     errors: list[str] = field(default_factory=list)
 
@@ -162,6 +172,7 @@ class PreemptionExecutor:
         *,
         activate: Activate,
         reject_waiting: RejectWaiting | None = None,
+        pod_lookup: Callable[[str], PodInfo | None] | None = None,
         metrics: SchedulerMetrics | None = None,
         settings: ExecutorSettings | None = None,
         clock: Clock = SYSTEM_CLOCK,
@@ -171,6 +182,9 @@ class PreemptionExecutor:
         self._events = events
         self._activate = activate
         self._reject_waiting = reject_waiting
+        # uid -> the pod as the cache shows it now (None: gone); without it only the
+        # last victim is watched (by the gate's own lookup)
+        self._pod_lookup = pod_lookup
         self._metrics = metrics
         self.settings = settings or ExecutorSettings()
         if self.settings.max_parallel_victims < 1:
@@ -181,9 +195,9 @@ class PreemptionExecutor:
         self._tasks: set[asyncio.Task[bool]] = set()
         self._deleting: dict[str, asyncio.Future[bool]] = {}  # victim uid -> in-flight call
         self._deleted: dict[str, float] = {}  # victim uid -> when its DELETE succeeded
-        # preemptor uid -> (last victim, when its task ended): a successful task's
-        # preemptor stays gated until the cache shows that victim leaving (release)
-        self._awaiting: dict[str, tuple[PodInfo, float]] = {}
+        # preemptor uid -> (victims it preempted, when its task ended): a successful
+        # task's preemptor stays gated until the cache shows every one of them leaving
+        self._awaiting: dict[str, tuple[tuple[PodInfo, ...], float]] = {}
         # preemptor uid -> (consecutive failed tasks, when the last one ended)
         self._failures: dict[str, tuple[int, float]] = {}
         self._retries: dict[str, asyncio.TimerHandle] = {}  # delayed re-activations
@@ -199,29 +213,48 @@ class PreemptionExecutor:
     def is_gated(self, uid: str) -> bool:
         """The preemptor must not be retried yet: its task runs and has victims to
         preempt (before the last victim is recorded, or while that victim is still
-        there), or its task succeeded and the last victim may still show as running in
-        the cache (see `release`)."""
+        there) or its own status patch is on its way, or its task succeeded and a
+        victim it preempted may still show as running in the cache (see `release`)."""
         p = self._running.get(uid)
         if p is not None:
-            return p.gated
+            return p.gated or p.status_pending
         self._prune_deleted()
-        return uid in self._awaiting
+        return uid in self._awaiting and self._outstanding(uid) is not None
 
     def last_victim(self, uid: str) -> PodInfo | None:
-        """The victim recorded in step 4, once the others were preempted; after a
-        successful task, until `release`."""
+        """The victim the gate watches: while the task runs, the one recorded in step 4
+        once the others were preempted; after a successful task, until `release`, a
+        preempted victim the cache still shows running (the last one when no cache
+        lookup was given)."""
         p = self._running.get(uid)
         if p is not None:
             return p.last_victim
-        awaited = self._awaiting.get(uid)
-        return awaited[0] if awaited is not None else None
+        if uid not in self._awaiting:
+            return None
+        return self._outstanding(uid)
+
+    def _outstanding(self, uid: str) -> PodInfo | None:
+        victims, ended = self._awaiting[uid]
+        if self._pod_lookup is None:
+            return victims[-1] if victims else None
+        left = tuple(v for v in victims if _still_running(self._pod_lookup(v.uid)))
+        if not left:
+            del self._awaiting[uid]
+            return None
+        if len(left) != len(victims):
+            self._awaiting[uid] = (left, ended)
+        return left[0]
 
     def release(self, uid: str) -> None:
-        """The gate saw the last victim of a finished task gone or terminating in the
-        cache: the preemptor may be retried. Until then a successful task keeps it
-        gated, because the DELETE's answer comes before the informer shows the
-        victim's deletionTimestamp; a retry in between would find the victim still
-        running and preempt again."""
+        """The gate saw the watched victim of a finished task gone or terminating in
+        the cache. With a cache lookup the preemptor stays gated while another victim
+        it preempted still shows running; else it may be retried now. Until then a
+        successful task keeps it gated, because a DELETE's answer comes before the
+        informer shows the victim's deletionTimestamp; a retry in between would find
+        the victim still running and preempt again."""
+        if self._pod_lookup is not None and uid in self._awaiting:
+            self._outstanding(uid)
+            return
         self._awaiting.pop(uid, None)
 
     def delete_issued(self, uid: str) -> bool:
@@ -241,7 +274,8 @@ class PreemptionExecutor:
         self._prune_deleted()
         return ExecutorStatistics(
             running=len(self._running),
-            gated=sum(1 for p in self._running.values() if p.gated) + len(self._awaiting),
+            gated=sum(1 for p in self._running.values() if p.gated or p.status_pending)
+            + len(self._awaiting),
             deletes_in_flight=len(self._deleting),
             deletes_remembered=len(self._deleted),
         )
@@ -358,14 +392,19 @@ class PreemptionExecutor:
             handle.cancel()
 
     def _await_last_victim(self, p: _Preemption, result: str) -> None:
-        # success with a last victim that took a call: the answer to its DELETE came
-        # before the informer shows the deletionTimestamp. The final activation must not
-        # retry the preemptor against a cache that still shows the victim running (it
-        # would preempt again): the gate holds it until the victim is seen leaving. On
+        # success with victims that took a call: the answers to their DELETEs came
+        # before the informer shows the deletionTimestamps. The final activation must
+        # not retry the preemptor against a cache that still shows a victim running
+        # (it would decide a second preemption): the gate holds it until every victim
+        # is seen leaving. Upstream watches the last victim only, trusting that the
+        # others' deletions were written first; that fails when a victim's DELETE was
+        # issued earlier by another preemptor (skipped here), so all are watched. On
         # error the preemptor is requeued at once (step 6).
-        last = p.last_victim
-        if result == RESULT_SUCCESS and last is not None and not last.is_terminating:
-            self._awaiting[p.decision.preemptor.uid] = (last, self._clock.now())
+        if result != RESULT_SUCCESS or p.last_victim is None:
+            return
+        victims = tuple(v for v in p.decision.victims if not v.is_terminating)
+        if victims:
+            self._awaiting[p.decision.preemptor.uid] = (victims, self._clock.now())
 
     def _set_goroutines(self) -> None:
         if self._metrics is not None:
@@ -445,12 +484,18 @@ class PreemptionExecutor:
             ok = False
             p.errors.append(f"preemptor status: {exc}")
             log.warning("preemptor status patch failed preemptor=%s err=%s", preemptor.key, exc)
+        finally:
+            p.status_pending = False
 
-        if not d.victims:
+        # victims already terminating get no call, and are never the "last" one the
+        # gate watches (as upstream): their deletion was written before ours, so seeing
+        # them leave says nothing about the victims this task deletes
+        victims = [v for v in d.victims if not v.is_terminating]
+        if not victims:
             return ok
 
         # 3. all victims but the last, in parallel (bounded)
-        *first, last = d.victims
+        *first, last = victims
         slots = asyncio.Semaphore(self.settings.max_parallel_victims)
         failed = False
 

@@ -452,6 +452,11 @@ class SchedulingQueue(Generic[P]):
             ),
         ]
 
+    @property
+    def tasks(self) -> list[asyncio.Task[None]]:
+        """The flush tasks started by run() (for the app's task guard)."""
+        return list(self._tasks)
+
     def close(self) -> None:
         """Stop the flushes and wake every pop() waiter, which then returns None."""
         if self._state is QueueState.CLOSED:

@@ -187,7 +187,8 @@ def test_healthz_fails_when_leader_election_is_stuck_past_lease_plus_timeout(pai
     b = pair.process("b")
     assert pair.holder() == id_a
     assert _get(b, "/healthz?verbose") == (
-        200, "[+]ping ok\n[+]leaderElection ok\nhealthz check passed\n",
+        200,
+        "[+]ping ok\n[+]background-tasks ok\n[+]leaderElection ok\nhealthz check passed\n",
     )  # fmt: skip
 
     stopped = time.monotonic()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -96,9 +97,14 @@ class FakeSink:
         self.created: list[dict[str, Any]] = []
         self.patched: list[tuple[str, str, dict[str, Any]]] = []
         self.missing: set[str] = set()
+        self.gone_namespaces: set[str] = set()
+        self.create_attempts = 0
         self.fail_next = 0
 
     async def create_event(self, event: dict[str, Any]) -> dict[str, Any]:
+        self.create_attempts += 1
+        if event["metadata"]["namespace"] in self.gone_namespaces:
+            raise NotFound(404, "NotFound", "namespaces not found")
         if self.fail_next:
             self.fail_next -= 1
             raise ServerError(500, "InternalError")
@@ -110,6 +116,15 @@ class FakeSink:
             raise NotFound(404, "NotFound")
         self.patched.append((namespace, name, patch))
         return patch
+
+
+async def settle(done: Callable[[], bool], turns: int = 100) -> None:
+    """Give the writer task turns until `done` (no timing: the fake sink never waits)."""
+    for _ in range(turns):
+        if done():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the writer did not get there")
 
 
 def recorder(sink: FakeSink, **kwargs: Any) -> tuple[EventRecorder, FakeClock]:
@@ -147,11 +162,11 @@ async def test_a_storm_of_failed_scheduling_becomes_one_event_and_one_series() -
 async def test_event_never_blocks_and_drops_the_oldest_when_full() -> None:
     sink = FakeSink()
     drops: list[int] = []
-    rec, _ = recorder(sink, buffer_size=3, on_dropped=lambda: drops.append(1))
+    rec, _ = recorder(sink, buffer_size=3, on_dropped=lambda reason: drops.append(reason))
     for i in range(5):  # not started: nothing drains the buffer
         rec.event(pod_ref("ns", f"p{i}"), NORMAL, "Scheduled", "Binding", "ok")
     assert rec.dropped == 2
-    assert len(drops) == 2
+    assert drops == ["buffer_full", "buffer_full"]
     rec.start()
     await rec.stop()
     assert [e["regarding"]["name"] for e in sink.created] == ["p2", "p3", "p4"]
@@ -185,12 +200,19 @@ async def test_api_failures_are_counted_not_raised() -> None:
 async def test_the_periodic_flush_patches_grown_series() -> None:
     sink = FakeSink()
     rec, _ = recorder(sink, series_interval=10.0)
-    for _ in range(4):
+    rec.start()
+    rec.event(POD, WARNING, "FailedScheduling", "Scheduling", "x")
+    await settle(lambda: len(sink.created) == 1)
+    for _ in range(3):  # the second occurrence queues a patch; the writer sends count 4
         rec.event(POD, WARNING, "FailedScheduling", "Scheduling", "x")
-    await rec.flush_series()  # the writer would do this every series_interval
-    assert [p[2]["series"]["count"] for p in sink.patched] == [4]
+    await settle(lambda: len(sink.patched) == 1)
+    for _ in range(2):  # later occurrences only count in memory
+        rec.event(POD, WARNING, "FailedScheduling", "Scheduling", "x")
+    await rec.flush_series()  # the writer does this every series_interval
+    assert [p[2]["series"]["count"] for p in sink.patched] == [4, 6]
     await rec.flush_series()
-    assert len(sink.patched) == 1  # nothing new to say
+    assert len(sink.patched) == 2  # nothing new to say
+    await rec.stop()
 
 
 async def test_events_after_stop_are_dropped() -> None:
@@ -240,3 +262,93 @@ async def test_writes_overlap_so_a_slow_api_does_not_drop_events_at_the_bind_rat
     assert SlowSink.peak > 1
     assert rec.dropped == 0
     assert len(sink.created) == 200
+
+
+# ---- drops under bursts: counted, logged, repeats before first events ----------------
+
+
+async def test_a_full_buffer_evicts_a_repeat_before_any_first_event() -> None:
+    sink = FakeSink()
+    drops: list[str] = []
+    rec, _ = recorder(sink, buffer_size=3, on_dropped=drops.append)
+    a, b, c = (pod_ref("ns", n) for n in "abc")
+    rec.event(a, WARNING, "FailedScheduling", "Scheduling", "no fit")
+    rec.event(a, WARNING, "FailedScheduling", "Scheduling", "no fit")  # a repeat (patch)
+    rec.event(b, WARNING, "FailedScheduling", "Scheduling", "no fit")
+    rec.event(c, WARNING, "FailedScheduling", "Scheduling", "no fit")  # evicts a's patch
+    assert drops == []  # a's count survives in its series: nothing is lost
+    rec.event(a, NORMAL, "Scheduled", "Binding", "ok")  # a already has an event: a repeat
+    assert drops == ["buffer_full"]
+    rec.start()
+    await rec.stop()
+    assert sorted(e["regarding"]["name"] for e in sink.created) == ["a", "b", "c"]
+    assert all(e["reason"] == "FailedScheduling" for e in sink.created)
+    # a's evicted repeat rode on its create
+    assert [e.get("series", {}).get("count") for e in sink.created] == [2, None, None]
+
+
+async def test_only_a_buffer_of_first_events_drops_a_first_event_and_counts_it() -> None:
+    sink = FakeSink()
+    drops: list[str] = []
+    rec, _ = recorder(sink, buffer_size=2, on_dropped=drops.append)
+    for name in "abc":
+        rec.event(pod_ref("ns", name), WARNING, "FailedScheduling", "Scheduling", "no fit")
+    assert drops == ["buffer_full"] and rec.dropped == 1
+    rec.start()
+    await settle(lambda: len(sink.created) == 2)
+    assert [e["regarding"]["name"] for e in sink.created] == ["b", "c"]  # the oldest went
+    # the lost event's series is forgotten: a later occurrence creates a fresh Event
+    rec.event(pod_ref("ns", "a"), WARNING, "FailedScheduling", "Scheduling", "no fit")
+    await rec.stop()
+    assert [e["regarding"]["name"] for e in sink.created] == ["b", "c", "a"]
+    assert all("series" not in e for e in sink.created)
+
+
+async def test_drops_are_logged_at_most_once_per_interval(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    rec, clock = recorder(FakeSink(), buffer_size=1, drop_log_interval=10.0)
+    with caplog.at_level("WARNING", logger="scheduler.client.events"):
+        for i in range(50):
+            rec.event(pod_ref("ns", f"p{i}"), NORMAL, "Scheduled", "Binding", "ok")
+        assert len([r for r in caplog.records if "events dropped" in r.message]) == 1
+        clock.advance(10.0)
+        rec.event(pod_ref("ns", "late"), NORMAL, "Scheduled", "Binding", "ok")
+    lines = [r.message for r in caplog.records if "events dropped" in r.message]
+    assert len(lines) == 2
+    assert "buffer_full=49" in lines[1] and "total=50" in lines[1]
+
+
+async def test_an_event_answered_404_is_dropped_at_once_and_never_resent() -> None:
+    sink = FakeSink()
+    sink.gone_namespaces.add("deleted-ns")
+    drops: list[str] = []
+    rec, clock = recorder(sink, series_interval=30.0, on_dropped=drops.append)
+    gone = pod_ref("deleted-ns", "p")
+    rec.start()
+    rec.event(gone, WARNING, "FailedScheduling", "Scheduling", "no fit")
+    await settle(lambda: sink.create_attempts == 1)
+    await settle(lambda: drops == ["rejected"])
+    for _ in range(3):  # the periodic flush has nothing to resend
+        clock.advance(31.0)
+        await rec.flush_series()
+    assert sink.create_attempts == 1 and sink.patched == []
+    await rec.stop()
+    assert sink.create_attempts == 1
+    assert rec.statistics().series == 0
+
+
+async def test_what_is_still_buffered_when_stop_gives_up_is_counted() -> None:
+    class StuckSink(FakeSink):
+        async def create_event(self, event: dict[str, Any]) -> dict[str, Any]:
+            await asyncio.Event().wait()  # never answers
+            raise AssertionError
+
+    drops: list[str] = []
+    rec, _ = recorder(StuckSink(), concurrency=1, on_dropped=drops.append)
+    rec.start()
+    for i in range(3):
+        rec.event(pod_ref("ns", f"p{i}"), NORMAL, "Scheduled", "Binding", "ok")
+    await rec.stop(grace=0.05)
+    # one was being written when the writer was cancelled; the two behind it are counted
+    assert drops == ["stopped", "stopped"]

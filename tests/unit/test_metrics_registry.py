@@ -38,6 +38,8 @@ OWN_NAMES = [
     "scheduler_informer_events_total",
     "scheduler_informer_relists_total",
     "scheduler_leader_election_is_leader",
+    "scheduler_pod_status_patches_total",
+    "scheduler_events_dropped_total",
 ]
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -100,7 +100,12 @@ class Harness:
         return self.metrics.registry.get_sample_value(name, labels)
 
 
-def harness(max_parallel: int = 16, retry_initial: float = 1.0, retry_max: float = 10.0) -> Harness:
+def harness(
+    max_parallel: int = 16,
+    retry_initial: float = 1.0,
+    retry_max: float = 10.0,
+    pod_lookup: Any = None,
+) -> Harness:
     clock = FakeClock()
     api = FakeApi(clock)
     events = FakeEvents()
@@ -124,6 +129,7 @@ def harness(max_parallel: int = 16, retry_initial: float = 1.0, retry_max: float
         events,
         activate=activate,
         reject_waiting=reject,
+        pod_lookup=pod_lookup,
         metrics=metrics,
         settings=ExecutorSettings(
             max_parallel_victims=max_parallel, retry_initial=retry_initial, retry_max=retry_max
@@ -358,13 +364,20 @@ async def test_a_failed_preemptor_status_patch_does_not_stop_the_victims() -> No
 # ---------------------------------------------------------------- victims needing no call
 
 
-async def test_terminating_victims_get_no_call_and_the_preemptor_is_not_gated() -> None:
+async def test_terminating_victims_get_no_call_and_gate_only_the_status_patch() -> None:
     h = harness()
+    h.api.hold[("patch", "default/hi")] = written = asyncio.Event()
     d = decision([pod("t1", 2, terminating=True), pod("t2", 1, terminating=True)])
     task = h.executor.start(d)
     assert h.executor.is_running(PREEMPTOR.uid)
-    assert not h.executor.is_gated(PREEMPTOR.uid)
+    # its own status patch is on its way: a retry that bound it first would make that
+    # nominatedNodeName patch a 422 on a bound pod
+    assert h.executor.is_gated(PREEMPTOR.uid)
+    await h.api.entered.setdefault(("patch", "default/hi"), asyncio.Event()).wait()
+    assert h.executor.is_gated(PREEMPTOR.uid)
+    written.set()
     assert await task
+    assert not h.executor.is_gated(PREEMPTOR.uid)
     assert h.api.called() == [("patch", "default/hi")]  # only the preemptor's status
     assert h.events.events == []
 
@@ -517,3 +530,43 @@ async def test_shutdown_lets_running_tasks_finish_within_the_grace() -> None:
     task = h.executor.start(decision([pod("v1")]))
     assert await h.executor.shutdown(grace=5) == 0
     assert task.result() is True
+
+
+# ---------------------------------------------------------------- no second preemption
+# issue 10: a second preemption was decided for a preemptor 16 ms after its first task
+# succeeded. The gate watched one "last" victim whose deletion says nothing about the
+# others: an already-terminating victim (no call; its deletion was written long before),
+# or one whose DELETE another preemptor issued earlier. The retry then met a cache still
+# showing a victim this task had just deleted, and preempted again.
+
+
+async def test_an_already_terminating_victim_is_never_the_one_the_gate_watches() -> None:
+    h = harness()
+    running, terminating = pod("v1", 2), pod("old", 1, terminating=True)
+    assert await h.executor.start(decision([running, terminating]))
+    assert h.api.called()[1:] == [("patch", "default/v1"), ("delete", "default/v1")]
+    # the cache has not shown v1 leaving yet: no retry, whatever "old" does
+    assert h.executor.is_gated(PREEMPTOR.uid)
+    assert h.executor.last_victim(PREEMPTOR.uid) == running
+
+
+async def test_after_success_every_preempted_victim_must_be_seen_leaving() -> None:
+    cache: dict[str, PodInfo] = {}
+    h = harness(pod_lookup=cache.get)
+    v1, shared = pod("v1", 2), pod("shared", 1)
+    cache.update({v1.uid: v1, shared.uid: shared})
+    other = make_pod("other").priority(100).scheduler("kas").obj()
+    # another preemptor deleted "shared" first: this task skips its call
+    assert await h.executor.start(decision([shared], preemptor=other))
+    assert await h.executor.start(decision([v1, shared]))
+    assert [k for _, k in h.api.called()].count("default/shared") == 2  # one patch, one DELETE
+    assert h.executor.is_gated(PREEMPTOR.uid)
+    # the informer shows the earlier deletion first (it was written first)
+    cache[shared.uid] = replace(shared, deletion_timestamp=1.0)
+    assert h.executor.is_gated(PREEMPTOR.uid)  # v1, deleted by this task, still shows
+    assert h.executor.last_victim(PREEMPTOR.uid) == v1
+    h.executor.release(PREEMPTOR.uid)  # a gate that looked at "shared" only opens nothing
+    assert h.executor.is_gated(PREEMPTOR.uid)
+    del cache[v1.uid]  # v1 gone
+    assert not h.executor.is_gated(PREEMPTOR.uid)
+    assert h.executor.last_victim(PREEMPTOR.uid) is None

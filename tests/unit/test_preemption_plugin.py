@@ -278,7 +278,7 @@ async def test_gate_closed_while_preempting_open_once_the_last_victim_goes() -> 
     assert w.plugin.pre_enqueue(pod).ok
 
 
-async def test_no_gate_when_every_victim_is_already_terminating() -> None:
+async def test_every_victim_already_terminating_gates_only_until_the_status_is_written() -> None:
     w = world(nodes=1)
     for p in list(w.cache.new_snapshot().get("n0").pods.values()):  # type: ignore[union-attr]
         w.cache.update_pod(p, replace(p, deletion_timestamp=1.0))
@@ -286,8 +286,9 @@ async def test_no_gate_when_every_victim_is_already_terminating() -> None:
     result, status = w.cycle(pod)
     assert status.ok and result is not None
     assert w.plugin.is_preempting(pod)  # the task still writes its status
-    assert w.plugin.pre_enqueue(pod).ok
+    assert not w.plugin.pre_enqueue(pod).ok  # not before that patch is written
     await asyncio.gather(*w.executor._tasks)
+    assert w.plugin.pre_enqueue(pod).ok
     assert [v for v, _ in w.api.calls] == ["patch"]
 
 
