@@ -18,6 +18,8 @@ nominated-pods rule.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from scheduler.cache.node_view import NodeView
@@ -30,6 +32,10 @@ from scheduler.framework.runtime import Framework, _tag
 from scheduler.framework.search import SearchState as SearchState  # re-exported
 from scheduler.framework.status import Code, Status
 from scheduler.model.pod import PodInfo
+
+# At DEBUG, one line per decision for the differential oracle (tests/differential), which
+# compares these against upstream's own high-verbosity score log.
+log = logging.getLogger(__name__)
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -198,6 +204,8 @@ def schedule_pod(
             if nst.code == Code.ERROR:
                 raise SchedulingError(nst)
             if nst.ok:
+                # upstream: the nominated node alone is the feasible set, so no scoring
+                _log_single_feasible(pod, nominated_node)
                 return ScheduleResult(nominated_node, 1, 1)
 
     candidates = snapshot.live_slots()
@@ -228,7 +236,9 @@ def schedule_pod(
         return FitError(pod, num_all, diagnosis)
     evaluated = max(processed, len(feasible))
     if len(feasible) == 1:
-        return ScheduleResult(snapshot.view(int(feasible[0])).name, evaluated, 1)
+        only = snapshot.view(int(feasible[0])).name
+        _log_single_feasible(pod, only)
+        return ScheduleResult(only, evaluated, 1)
 
     st = framework.run_pre_score(state, pod, snapshot, feasible)
     if not st.ok:
@@ -236,9 +246,25 @@ def schedule_pod(
     total, _, st = framework.run_score(state, pod, snapshot, feasible)
     if not st.ok:
         raise SchedulingError(st)
+    if log.isEnabledFor(logging.DEBUG):
+        _log_final_scores(pod, snapshot, feasible, total)
     best = np.flatnonzero(total == total.max())
     pick = int(best[search.rng.randrange(len(best))]) if len(best) > 1 else int(best[0])
     return ScheduleResult(snapshot.view(int(feasible[pick])).name, evaluated, len(feasible))
+
+
+def _log_single_feasible(pod: PodInfo, node: str) -> None:
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("single feasible node pod=%s node=%s", pod.key, node)
+
+
+def _log_final_scores(
+    pod: PodInfo, snapshot: Snapshot, feasible: IntArray, total: IntArray
+) -> None:
+    for slot, score in zip(feasible.tolist(), total.tolist(), strict=True):
+        log.debug(
+            "final score pod=%s node=%s score=%d", pod.key, snapshot.view(slot).name, score
+        )
 
 
 class NodeDryRun:
