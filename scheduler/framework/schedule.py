@@ -27,8 +27,8 @@ from scheduler.cache.nominator import Nominator
 from scheduler.cache.snapshot import Snapshot
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.diagnosis import Diagnosis, FitError, ScheduleResult
-from scheduler.framework.interfaces import IntArray
-from scheduler.framework.runtime import Framework, _tag
+from scheduler.framework.interfaces import Int32Array, IntArray
+from scheduler.framework.runtime import Framework, _tag, go_list
 from scheduler.framework.search import SearchState as SearchState  # re-exported
 from scheduler.framework.status import Code, Status
 from scheduler.model.pod import PodInfo
@@ -78,6 +78,76 @@ def _nominated_slots(snapshot: Snapshot, pod: PodInfo, nominator: Nominator | No
     return out
 
 
+def _run_node_plugins_before(
+    framework: Framework, state: CycleState, pod: PodInfo, view: NodeView, position: int
+) -> Status:
+    """The per-node Filter plugins placed before `position` in the profile, in order."""
+    skip = state.skip_filter
+    for i, p in enumerate(framework.filter_plugins):
+        if i >= position:
+            break
+        if p.name in skip or hasattr(p, "filter_batch"):
+            continue
+        st = p.filter(state, pod, view)
+        if not st.ok:
+            st = _tag(st, p.name)
+            if st.code == Code.ERROR:
+                raise SchedulingError(st)
+            return st
+    return Status.success()
+
+
+def _record_batch_rejections(
+    framework: Framework,
+    state: CycleState,
+    pod: PodInfo,
+    snapshot: Snapshot,
+    nominator: Nominator | None,
+    nominated: set[int],
+    diagnosis: Diagnosis,
+    groups: list[tuple[int, IntArray, Int32Array | None, list[Status]]],
+) -> None:
+    """Record batch rejections under the reason upstream would give: the FIRST failing
+    plugin in profile order (upstream RunFilterPlugins stops there). Batch plugins run
+    before the per-node ones, so a node a batch plugin rejected is re-checked with the
+    per-node plugins that come earlier in the profile (only those; cheap, and none at
+    all for most pods since e.g. NodePorts is skipped without host ports). A node holding
+    nominations of priority >= the pod's is re-run whole, with the nominated pods added
+    (upstream RunFilterPluginsWithNominatedPods), for the same reason."""
+    has_node_plugins = any(p.name not in state.skip_filter for p in framework.node_filter_plugins)
+    for position, slots, reasons, statuses in groups:
+        overrides: dict[int, Status] = {}
+        check_earlier = has_node_plugins and any(
+            not hasattr(p, "filter_batch") and p.name not in state.skip_filter
+            for p in framework.filter_plugins[:position]
+        )
+        if check_earlier:
+            to_check = slots
+        elif nominated:
+            to_check = slots[np.isin(slots, np.fromiter(nominated, dtype=np.int64))]
+        else:
+            to_check = slots[:0]
+        views = snapshot.views
+        for slot in to_check.tolist():
+            view = views[slot]
+            assert view is not None
+            if slot in nominated:
+                st = framework.run_filter_with_nominated_pods(state, pod, view, nominator)
+                if st.code == Code.ERROR:
+                    raise SchedulingError(st)
+            else:
+                st = _run_node_plugins_before(framework, state, pod, view, position)
+            if not st.ok:
+                overrides[slot] = st
+        if overrides:
+            keep = ~np.isin(slots, np.fromiter(overrides, dtype=np.int64, count=len(overrides)))
+            slots = slots[keep]
+            reasons = reasons[keep] if reasons is not None else None
+            for slot, st in overrides.items():
+                diagnosis.add(slot, st)
+        diagnosis.add_batch(slots, reasons, statuses)
+
+
 def find_nodes_that_fit(
     framework: Framework,
     state: CycleState,
@@ -89,7 +159,8 @@ def find_nodes_that_fit(
     candidates: IntArray,
 ) -> tuple[IntArray, int]:
     """Feasible slots (at most num_feasible_nodes_to_find, in search order) and how
-    many nodes were processed. Records rejections in `diagnosis`."""
+    many nodes were processed. Records rejections in `diagnosis`, each under the first
+    failing plugin in profile order."""
     n = len(candidates)
     if n == 0:
         return candidates, 0
@@ -97,9 +168,14 @@ def find_nodes_that_fit(
     order = np.concatenate((candidates[start:], candidates[:start])) if start else candidates
     pos = np.arange(n, dtype=np.int64)
     to_find = num_feasible_nodes_to_find(framework.percentage_of_nodes_to_score, n)
+    if not framework.score_plugins:
+        to_find = 1  # upstream: without scoring, the first feasible node is the answer
     skip = state.skip_filter
+    position = {p.name: i for i, p in enumerate(framework.filter_plugins)}
+    nominated = _nominated_slots(snapshot, pod, nominator)
 
     alive = order
+    groups: list[tuple[int, IntArray, Int32Array | None, list[Status]]] = []
     for p in framework.batch_filter_plugins:
         if p.name in skip or len(alive) == 0:
             continue
@@ -112,13 +188,15 @@ def find_nodes_that_fit(
             for s in statuses:
                 if s.code == Code.ERROR:
                     raise SchedulingError(s)
-            diagnosis.add_batch(alive[rejected], reasons, statuses)
+            groups.append((position[p.name], alive[rejected], reasons, statuses))
             alive = alive[passed]
             pos = pos[passed]
+    _record_batch_rejections(
+        framework, state, pod, snapshot, nominator, nominated, diagnosis, groups
+    )
 
     # nominated-pods rule on the (few) nodes holding relevant nominations
-    nominated = _nominated_slots(snapshot, pod, nominator) if len(alive) else set()
-    if nominated:
+    if nominated and len(alive):
         keep = np.ones(len(alive), dtype=np.bool_)
         for i in np.flatnonzero(np.isin(alive, list(nominated))).tolist():
             slot = int(alive[i])
@@ -186,6 +264,9 @@ def schedule_pod(
     pre_result, st = framework.run_pre_filter(state, pod, snapshot)
     if st.code == Code.ERROR:
         raise SchedulingError(st)
+    if pre_result is not None:
+        # upstream: the plugins that narrowed the nodes count as rejectors either way
+        diagnosis.unschedulable_plugins.update(pre_result.plugins)
     if not st.ok:
         diagnosis.pre_filter_msg = st.message()
         diagnosis.set_all(st)
@@ -216,16 +297,10 @@ def schedule_pod(
         cand = np.asarray(sorted(allowed), dtype=np.int64)
         outside = np.setdiff1d(candidates, cand, assume_unique=True)
         if len(outside):
-            plugins = ", ".join(sorted(pre_result.plugins))
+            # upstream's absent-nodes status: no plugin of its own, the names as Go's %v
+            plugins = go_list(sorted(set(pre_result.plugins)))
             diagnosis.add_batch(
-                outside,
-                None,
-                [
-                    Status.unresolvable(
-                        f"node(s) didn't satisfy plugin(s) [{plugins}]",
-                        plugin=pre_result.plugins[0] if pre_result.plugins else "",
-                    )
-                ],
+                outside, None, [Status.unresolvable(f"node(s) didn't satisfy plugin(s) {plugins}")]
             )
         candidates = cand
 
@@ -240,12 +315,16 @@ def schedule_pod(
         _log_single_feasible(pod, only)
         return ScheduleResult(only, evaluated, 1)
 
-    st = framework.run_pre_score(state, pod, snapshot, feasible)
-    if not st.ok:
-        raise SchedulingError(st)
-    total, _, st = framework.run_score(state, pod, snapshot, feasible)
-    if not st.ok:
-        raise SchedulingError(st)
+    if not framework.score_plugins:
+        # upstream prioritizeNodes: without score plugins every node scores 1
+        total = np.ones(len(feasible), dtype=np.int64)
+    else:
+        st = framework.run_pre_score(state, pod, snapshot, feasible)
+        if not st.ok:
+            raise SchedulingError(st)
+        total, _, st = framework.run_score(state, pod, snapshot, feasible)
+        if not st.ok:
+            raise SchedulingError(st)
     if log.isEnabledFor(logging.DEBUG):
         _log_final_scores(pod, snapshot, feasible, total)
     best = np.flatnonzero(total == total.max())
@@ -262,9 +341,7 @@ def _log_final_scores(
     pod: PodInfo, snapshot: Snapshot, feasible: IntArray, total: IntArray
 ) -> None:
     for slot, score in zip(feasible.tolist(), total.tolist(), strict=True):
-        log.debug(
-            "final score pod=%s node=%s score=%d", pod.key, snapshot.view(slot).name, score
-        )
+        log.debug("final score pod=%s node=%s score=%d", pod.key, snapshot.view(slot).name, score)
 
 
 class NodeDryRun:
