@@ -64,6 +64,19 @@ class Profile:
     percentage_of_nodes_to_score: int | None = None  # None: the global setting
 
 
+# Upstream v1.37's default profiles hold DynamicResources right before DefaultPreemption
+# (apis/config/v1/default_plugins.go). Its PreFilter writes the state its PostFilter reads;
+# when an earlier PreFilter plugin ends the run (UnschedulableAndUnresolvable, or narrowed
+# node sets that do not intersect) that state is missing, DynamicResources' PostFilter
+# fails with the cycle state's "not found" error and RunPostFilterPlugins stops there: no
+# preemption, and the pod's message ends in " not found". This scheduler implements no
+# DynamicResources plugin but says and does what upstream does (seen against the
+# kube-scheduler v1.37.2 binary, tests/integration/test_fidelity_messages.py).
+_PRE_FILTER_ENDED_EARLY = "framework/PreFilterEndedBeforeDynamicResources"
+DYNAMIC_RESOURCES = "DynamicResources"
+DRA_STATE_NOT_FOUND = "not found"
+
+
 def go_list(items: Sequence[str]) -> str:
     """A []string as Go's %v prints it: "[a b c]"."""
     return "[" + " ".join(items) + "]"
@@ -206,6 +219,8 @@ class Framework:
                 if st.code == Code.UNSCHEDULABLE:
                     rejected = st
                     continue
+                if st.code != Code.ERROR:
+                    state.write(_PRE_FILTER_ENDED_EARLY, True)
                 return None, st
             if res is not None and res.node_names is not None:
                 res = PreFilterResult(res.node_names, (p.name,))
@@ -217,6 +232,7 @@ class Framework:
                     else:
                         names_ = go_list(narrowing)
                         msg = f"node(s) didn't satisfy plugin(s) {names_} simultaneously"
+                    state.write(_PRE_FILTER_ENDED_EARLY, True)
                     return result, Status.unresolvable(msg)
         if rejected is not None:
             return result, rejected
@@ -310,6 +326,8 @@ class Framework:
         UnschedulableAndUnresolvable ends the run; otherwise the Unschedulable reasons
         of all are joined under the first rejecting plugin, with the last non-empty
         result (e.g. one clearing the nomination)."""
+        if self.post_filter_plugins and state.get(_PRE_FILTER_ENDED_EARLY):
+            return None, Status(Code.ERROR, (DRA_STATE_NOT_FOUND,), DYNAMIC_RESOURCES)
         reasons: list[str] = []
         result: PostFilterResult | None = None
         rejector = ""

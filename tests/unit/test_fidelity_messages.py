@@ -220,3 +220,47 @@ def test_absent_nodes_status_names_the_narrowing_plugins_go_style() -> None:
         f"0/3 nodes are available: 1 {TAINTS}, 2 node(s) didn't satisfy plugin(s) [A B]."
     )
     assert err.diagnosis.unschedulable_plugins == {"A", "B", names.TAINT_TOLERATION}
+
+
+def test_a_pre_filter_rejection_ends_post_filter_with_upstreams_not_found() -> None:
+    """kube-scheduler v1.37.2 (seen against the binary): DynamicResources' PostFilter
+    runs before DefaultPreemption and fails with "not found" when an earlier PreFilter
+    plugin ended the run, so there is no preemption and the message ends in it."""
+    fw = _framework_with(_Narrow("A", None, Status.unresolvable("nope")))
+    fw.post_filter_plugins = [_NeverCalled()]
+    state = CycleState()
+    err = schedule_pod(fw, state, make_pod("p").obj(), make_snapshot([make_node("n1")]))
+    assert isinstance(err, FitError)
+    _, st = fw.run_post_filter(state, make_pod("p").obj(), err.diagnosis)
+    assert (st.code, st.message(), st.plugin) == (Code.ERROR, "not found", "DynamicResources")
+    err.diagnosis.post_filter_msg = st.message()
+    assert err.message() == "0/1 nodes are available: nope. not found"
+
+
+def test_an_unschedulable_pre_filter_status_still_reaches_post_filter() -> None:
+    fw = _framework_with(_Narrow("A", None, Status.unschedulable("soft")))
+    called: list[str] = []
+    fw.post_filter_plugins = [_Recording(called)]
+    state = CycleState()
+    err = schedule_pod(fw, state, make_pod("p").obj(), make_snapshot([make_node("n1")]))
+    assert isinstance(err, FitError)
+    fw.run_post_filter(state, make_pod("p").obj(), err.diagnosis)
+    assert called == ["post_filter"]
+
+
+class _NeverCalled:
+    name = "Never"
+
+    def post_filter(self, state: Any, pod: Any, diagnosis: Any) -> tuple[Any, Status]:
+        raise AssertionError("PostFilter must not run")
+
+
+class _Recording:
+    name = "Recording"
+
+    def __init__(self, calls: list[str]) -> None:
+        self.calls = calls
+
+    def post_filter(self, state: Any, pod: Any, diagnosis: Any) -> tuple[Any, Status]:
+        self.calls.append("post_filter")
+        return None, Status.unschedulable()
