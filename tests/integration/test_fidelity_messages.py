@@ -13,6 +13,8 @@ Cluster (all kwok):
   pod holds hostPort 8080;
 - tainted-0 (zone-a): taint dedicated=x:NoSchedule;
 - cordoned-0 (zone-b): spec.unschedulable;
+- pre-0 / pre-1 (tainted pre:NoSchedule): one preemption each, upstream's on pre-0, ours
+  on pre-1;
 - for the score comparison, two identical "worlds" of two nodes each (world=up / world=ours,
   zones up-a/up-b and ours-a/ours-b, tainted world=<w>:NoSchedule) with identical
   existing pods: each scheduler's probe selects and tolerates its own world, so neither's
@@ -92,6 +94,8 @@ def _groups() -> list[NodeGroup]:
         NodeGroup(count=1, name_prefix="tainted", cpu="2", memory="4Gi", zones=("zone-a",),
                   taints=(Taint("dedicated", "NoSchedule", "x"),)),
         NodeGroup(count=1, name_prefix="cordoned", cpu="2", memory="4Gi", zones=("zone-b",)),
+        NodeGroup(count=2, name_prefix="pre", cpu="2", memory="4Gi", zones=("zone-c",),
+                  taints=(Taint("pre", "NoSchedule"),)),
         NodeGroup(count=2, name_prefix="up", cpu="4", memory="8Gi", zones=("up-a", "up-b"),
                   labels={"world": "up"}, taints=(Taint("world", "NoSchedule", "up"),)),
         NodeGroup(count=2, name_prefix="ours", cpu="4", memory="8Gi", zones=("ours-a", "ours-b"),
@@ -99,7 +103,7 @@ def _groups() -> list[NodeGroup]:
     ]  # fmt: skip
 
 
-ALL_NODES = 8
+ALL_NODES = 10
 
 
 def _bound_pod(name: str, node: str, cpu: str, memory: str, **extra: Any) -> dict[str, Any]:
@@ -125,6 +129,8 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
                 {"metadata": {"name": "never"}, "value": 1000, "preemptionPolicy": "Never"})  # fmt: skip
     cluster.api("POST", "/apis/scheduling.k8s.io/v1/priorityclasses",
                 {"metadata": {"name": "high"}, "value": 1000})  # fmt: skip
+    cluster.api("POST", "/apis/scheduling.k8s.io/v1/priorityclasses",
+                {"metadata": {"name": "low"}, "value": 10})  # fmt: skip
     cluster.create_namespace("fixture")
     port = {"containerPort": 8080, "hostPort": 8080, "protocol": "TCP"}
     holder = _bound_pod("port-holder", "plain-0", "100m", "64Mi")
@@ -329,3 +335,33 @@ def test_final_scores_are_upstreams(env: Env, probe: str, spec: dict[str, Any]) 
     for world in ("up", "ours"):
         wait_for(lambda w=world: env.cluster.get_pod(ns, w) is None, timeout=30,
                  what=f"{world} probe deleted")  # fmt: skip
+
+
+def _failed_scheduling_notes(cluster: ClusterHandle, ns: str, pod: str) -> list[str]:
+    return [
+        str(e.get("note") or "")
+        for e in cluster.events(ns)
+        if e.get("reason") == "FailedScheduling" and (e.get("regarding") or {}).get("name") == pod
+    ]
+
+
+def test_successful_preemption_message_is_upstreams(env: Env) -> None:
+    """A preemption that succeeds: the FailedScheduling text ends in Preempt's success
+    message (seen in the events, as the condition turns True once the pod binds)."""
+    ns = env.cluster.create_namespace("preempt")
+    tolerate = [{"key": "pre", "operator": "Exists", "effect": "NoSchedule"}]
+    for world, node, sched in (("up", "pre-0", UPSTREAM), ("ours", "pre-1", OURS)):
+        victim = _bound_pod(f"victim-{world}", node, "1500m", "64Mi", priorityClassName="low",
+                            tolerations=tolerate)  # fmt: skip
+        env.cluster.create_pod(ns, victim)
+        env.cluster.create_pod(ns, _pod(world, sched, cpu="1", priority_class="high",
+                                        nodeSelector={HOST: node}, tolerations=tolerate))  # fmt: skip
+    for world, node in (("up", "pre-0"), ("ours", "pre-1")):
+        wait_for(lambda w=world, n=node: _node_of(env.cluster, ns, w) == n, timeout=90,
+                 what=f"{world} preempted and bound\n{env.ours.tail()}")  # fmt: skip
+    up = wait_for(lambda: _failed_scheduling_notes(env.cluster, ns, "up"), timeout=30,
+                  what="upstream's FailedScheduling event")  # fmt: skip
+    ours = wait_for(lambda: _failed_scheduling_notes(env.cluster, ns, "ours"), timeout=30,
+                    what="our FailedScheduling event")  # fmt: skip
+    assert "preemption: found a potential placement for pod on node pre-0" in up[0], up
+    assert [m.replace("pre-1", "pre-0") for m in ours[:1]] == up[:1]
