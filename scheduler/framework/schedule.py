@@ -19,6 +19,7 @@ nominated-pods rule.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -315,6 +316,7 @@ def schedule_pod(
         _log_single_feasible(pod, only)
         return ScheduleResult(only, evaluated, 1)
 
+    per_plugin: dict[str, IntArray] = {}
     if not framework.score_plugins:
         # upstream prioritizeNodes: without score plugins every node scores 1
         total = np.ones(len(feasible), dtype=np.int64)
@@ -322,11 +324,11 @@ def schedule_pod(
         st = framework.run_pre_score(state, pod, snapshot, feasible)
         if not st.ok:
             raise SchedulingError(st)
-        total, _, st = framework.run_score(state, pod, snapshot, feasible)
+        total, per_plugin, st = framework.run_score(state, pod, snapshot, feasible)
         if not st.ok:
             raise SchedulingError(st)
     if log.isEnabledFor(logging.DEBUG):
-        _log_final_scores(pod, snapshot, feasible, total)
+        _log_final_scores(pod, snapshot, feasible, total, per_plugin, framework.weights)
     best = np.flatnonzero(total == total.max())
     pick = int(best[search.rng.randrange(len(best))]) if len(best) > 1 else int(best[0])
     return ScheduleResult(snapshot.view(int(feasible[pick])).name, evaluated, len(feasible))
@@ -338,10 +340,27 @@ def _log_single_feasible(pod: PodInfo, node: str) -> None:
 
 
 def _log_final_scores(
-    pod: PodInfo, snapshot: Snapshot, feasible: IntArray, total: IntArray
+    pod: PodInfo,
+    snapshot: Snapshot,
+    feasible: IntArray,
+    total: IntArray,
+    per_plugin: dict[str, IntArray],
+    weights: Mapping[str, int],
 ) -> None:
-    for slot, score in zip(feasible.tolist(), total.tolist(), strict=True):
-        log.debug("final score pod=%s node=%s score=%d", pod.key, snapshot.view(slot).name, score)
+    # per plugin the weighted score, as upstream's "Plugin scored node for pod" line
+    names = [snapshot.view(slot).name for slot in feasible.tolist()]
+    for plugin, scores in per_plugin.items():
+        weight = weights.get(plugin, 1)
+        for node, score in zip(names, scores.tolist(), strict=True):
+            log.debug(
+                "plugin score pod=%s plugin=%s node=%s score=%d",
+                pod.key,
+                plugin,
+                node,
+                score * weight,
+            )
+    for node, score in zip(names, total.tolist(), strict=True):
+        log.debug("final score pod=%s node=%s score=%d", pod.key, node, score)
 
 
 class NodeDryRun:
