@@ -273,22 +273,25 @@ def schedule_pod(
         diagnosis.set_all(st)
         return FitError(pod, num_all, diagnosis)
 
-    # a pod nominated by an earlier preemption tries its node first
+    # a pod nominated by an earlier preemption tries its node first (upstream
+    # evaluateNominatedNode: whatever PreFilter narrowed to; an error there is ignored)
     nominated_node = pod.nominated_node_name
-    if nominated_node and (
-        pre_result is None
-        or pre_result.node_names is None
-        or nominated_node in pre_result.node_names
-    ):
+    nominated_status: tuple[int, Status] | None = None
+    absent_plugins = set(pre_result.plugins) if pre_result is not None else set()
+    if nominated_node:
         view = snapshot.get(nominated_node)
-        if view is not None:
+        slot = snapshot.slot_of(nominated_node)
+        if view is not None and slot is not None:
             nst = framework.run_filter_with_nominated_pods(state, pod, view, nominator)
-            if nst.code == Code.ERROR:
-                raise SchedulingError(nst)
             if nst.ok:
                 # upstream: the nominated node alone is the feasible set, so no scoring
                 _log_single_feasible(pod, nominated_node)
                 return ScheduleResult(nominated_node, 1, 1)
+            if nst.code != Code.ERROR:
+                nominated_status = (slot, nst)
+                if nst.plugin and nst.code != Code.PENDING:
+                    # upstream adds it to the very set the absent-nodes message lists
+                    absent_plugins.add(nst.plugin)
 
     candidates = snapshot.live_slots()
     if pre_result is not None and pre_result.node_names is not None:
@@ -299,11 +302,16 @@ def schedule_pod(
         outside = np.setdiff1d(candidates, cand, assume_unique=True)
         if len(outside):
             # upstream's absent-nodes status: no plugin of its own, the names as Go's %v
-            plugins = go_list(sorted(set(pre_result.plugins)))
+            plugins = go_list(sorted(absent_plugins))
             diagnosis.add_batch(
                 outside, None, [Status.unresolvable(f"node(s) didn't satisfy plugin(s) {plugins}")]
             )
         candidates = cand
+    if nominated_status is not None and nominated_status[0] not in set(candidates.tolist()):
+        # the main pass does not visit it: its status from the first try stands
+        diagnosis.add(*nominated_status)
+    elif nominated_status is not None and nominated_status[1].plugin:
+        diagnosis.unschedulable_plugins.add(nominated_status[1].plugin)
 
     feasible, processed = find_nodes_that_fit(
         framework, state, pod, snapshot, nominator, search, diagnosis, candidates

@@ -264,3 +264,23 @@ class _Recording:
     def post_filter(self, state: Any, pod: Any, diagnosis: Any) -> tuple[Any, Status]:
         self.calls.append("post_filter")
         return None, Status.unschedulable()
+
+
+def test_a_failed_nominated_node_joins_the_absent_nodes_plugin_list() -> None:
+    """upstream findNodesThatFitPod: evaluateNominatedNode adds the plugin that rejected
+    the nominated node to the set the "didn't satisfy plugin(s)" status then lists (seen
+    from kube-scheduler v1.37.2 by the differential oracle)."""
+    fw = make_framework()
+    pod_raw = make_pod("p").requests(cpu="2").raw()
+    pod_raw["status"]["nominatedNodeName"] = "n1"
+    pod_raw["spec"]["affinity"] = {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}}}  # fmt: skip
+    from scheduler.model.pod import pod_from_dict
+
+    snap = make_snapshot([make_node("n1").capacity(cpu="1"), make_node("n2"), make_node("n3")])
+    err = _fit_error(fw, pod_from_dict(pod_raw), snap)
+    assert err.message() == (
+        "0/3 nodes are available: 1 Insufficient cpu,"
+        " 2 node(s) didn't satisfy plugin(s) [NodeAffinity NodeResourcesFit]."
+    )
