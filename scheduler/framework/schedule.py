@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -79,23 +80,17 @@ def _nominated_slots(snapshot: Snapshot, pod: PodInfo, nominator: Nominator | No
     return out
 
 
-def _run_node_plugins_before(
-    framework: Framework, state: CycleState, pod: PodInfo, view: NodeView, position: int
-) -> Status:
-    """The per-node Filter plugins placed before `position` in the profile, in order."""
-    skip = state.skip_filter
-    for i, p in enumerate(framework.filter_plugins):
-        if i >= position:
-            break
-        if p.name in skip or hasattr(p, "filter_batch"):
-            continue
+def _first_rejection(
+    plugins: list[Any], state: CycleState, pod: PodInfo, view: NodeView
+) -> Status | None:
+    for p in plugins:
         st = p.filter(state, pod, view)
         if not st.ok:
             st = _tag(st, p.name)
             if st.code == Code.ERROR:
                 raise SchedulingError(st)
             return st
-    return Status.success()
+    return None
 
 
 def _record_batch_rejections(
@@ -115,14 +110,16 @@ def _record_batch_rejections(
     all for most pods since e.g. NodePorts is skipped without host ports). A node holding
     nominations of priority >= the pod's is re-run whole, with the nominated pods added
     (upstream RunFilterPluginsWithNominatedPods), for the same reason."""
-    has_node_plugins = any(p.name not in state.skip_filter for p in framework.node_filter_plugins)
+    skip = state.skip_filter
     for position, slots, reasons, statuses in groups:
         overrides: dict[int, Status] = {}
-        check_earlier = has_node_plugins and any(
-            not hasattr(p, "filter_batch") and p.name not in state.skip_filter
+        # the per-node plugins the profile places before the rejecting batch plugin
+        earlier = [
+            p
             for p in framework.filter_plugins[:position]
-        )
-        if check_earlier:
+            if p.name not in skip and not hasattr(p, "filter_batch")
+        ]
+        if earlier:
             to_check = slots
         elif nominated:
             to_check = slots[np.isin(slots, np.fromiter(nominated, dtype=np.int64))]
@@ -133,12 +130,17 @@ def _record_batch_rejections(
             view = views[slot]
             assert view is not None
             if slot in nominated:
-                st = framework.run_filter_with_nominated_pods(state, pod, view, nominator)
+                st: Status | None = framework.run_filter_with_nominated_pods(
+                    state, pod, view, nominator
+                )
+                assert st is not None
                 if st.code == Code.ERROR:
                     raise SchedulingError(st)
+                if st.ok:
+                    st = None
             else:
-                st = _run_node_plugins_before(framework, state, pod, view, position)
-            if not st.ok:
+                st = _first_rejection(earlier, state, pod, view)
+            if st is not None:
                 overrides[slot] = st
         if overrides:
             keep = ~np.isin(slots, np.fromiter(overrides, dtype=np.int64, count=len(overrides)))
