@@ -1,12 +1,17 @@
 """schedule_pod: one pod, one snapshot -> a node or a FitError (upstream schedulePod).
 
 1. PreFilter (may reject the pod outright or narrow the candidate nodes).
-2. If the pod carries a nominatedNodeName that still passes Filter, take it.
+2. If the pod carries a nominatedNodeName that still passes Filter, take it (when it
+   does not, its rejecting plugin joins the "didn't satisfy plugin(s)" list, as upstream).
 3. Filter: batch plugins over every candidate at once (NodeTable columns), then the
    nominated-pods rule on nodes holding nominations of priority >= the pod's, then
    per-node plugins on the still-feasible nodes in rotated order until enough feasible
-   nodes are found (percentageOfNodesToScore; adaptive as upstream).
-4. PreScore / Score / NormalizeScore, weighted sum; highest total wins, ties at random.
+   nodes are found (percentageOfNodesToScore; adaptive as upstream; 1 without score
+   plugins). A rejected node's recorded Status is upstream's: that of the FIRST failing
+   plugin in profile order (batch rejections are re-checked with the per-node plugins
+   the profile places earlier; nodes with nominations are re-run whole).
+4. PreScore / Score / NormalizeScore, weighted sum (every node 1 without score plugins);
+   highest total wins, ties at random. At DEBUG, one "final score" line per node.
 
 The search starts where the previous cycle stopped (`SearchState.next_start`), so nodes
 are considered fairly. No API calls, no awaits.
