@@ -295,3 +295,42 @@ def test_topology_spread_score_with_an_empty_selector_counts_no_pod() -> None:
                   nodes, existing)  # fmt: skip
     # raw: a = 3 * log(4) = 4.16 -> 4, b = 0; 100 * (4 + 0 - s) / 4
     assert real == {"a": 0, "b": 100}
+
+
+# Figures from upstream v1.37.2 noderesources/least_allocated_test.go and
+# most_allocated_test.go (capacities in cores / bytes; integer division at each step).
+@pytest.mark.parametrize(
+    ("strategy", "pod", "nodes", "existing", "expected"),
+    [
+        # least: cpu (4-3)/4 -> 25, mem 5000/10000 -> 50: 37; 50 / 50: 50
+        ("LeastAllocated", {"cpu": "3", "memory": "5000"},
+         [("a", {"cpu": "4", "memory": "10000"}), ("b", {"cpu": "6", "memory": "10000"})],
+         [], {"a": 37, "b": 50}),
+        # least with existing pods: cpu 3+3 of 10 -> 40; memory 10000 of 20000 -> 50: 45;
+        # of 50000 -> 80: 60
+        ("LeastAllocated", {"cpu": "3", "memory": "5000"},
+         [("a", {"cpu": "10", "memory": "20000"}), ("b", {"cpu": "10", "memory": "50000"})],
+         [("a", {"cpu": "3", "memory": "5000"}), ("b", {"cpu": "3", "memory": "5000"})],
+         {"a": 45, "b": 60}),
+        # most: 3/4 -> 75, 5000/10000 -> 50: 62; 50 / 50: 50
+        ("MostAllocated", {"cpu": "3", "memory": "5000"},
+         [("a", {"cpu": "4", "memory": "10000"}), ("b", {"cpu": "6", "memory": "10000"})],
+         [], {"a": 62, "b": 50}),
+        # most, requested above capacity is capped: 100 and 5000/10000 -> 50: 75
+        ("MostAllocated", {"cpu": "3", "memory": "5000"},
+         [("a", {"cpu": "2", "memory": "10000"})], [], {"a": 75}),
+    ],
+)  # fmt: skip
+def test_least_and_most_allocated_tables(
+    strategy: str,
+    pod: dict[str, str],
+    nodes: list[tuple[str, dict[str, str]]],
+    existing: list[tuple[str, dict[str, str]]],
+    expected: dict[str, int],
+) -> None:
+    args = {"NodeResourcesFit": {"scoringStrategy": {"type": strategy}}}
+    got = _score("NodeResourcesFit", make_pod("p").requests(**pod),
+                 [make_node(n).capacity(**c) for n, c in nodes],
+                 [make_pod(f"e{i}").requests(**r).node(n) for i, (n, r) in enumerate(existing)],
+                 args)  # fmt: skip
+    assert got == expected
