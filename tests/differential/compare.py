@@ -119,6 +119,7 @@ class Tally:
     made: Counter[str] = field(default_factory=Counter)
     differences: list[Difference] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # manifests the API server refused
+    errors: list[str] = field(default_factory=list)  # scenarios the harness could not run
     pods: int = 0
     scenarios: int = 0
 

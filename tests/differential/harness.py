@@ -120,14 +120,14 @@ class Oracle:
         return out
 
     def _cluster_objects(self) -> None:
-        for name, value in sc.PRIORITY_CLASSES.items():
+        for name, (value, policy) in sc.PRIORITY_CLASSES.items():
             self._req(
                 "POST",
                 "/apis/scheduling.k8s.io/v1/priorityclasses",
                 {
                     "metadata": {"name": name},
                     "value": value,
-                    "preemptionPolicy": "PreemptLowerPriority",
+                    "preemptionPolicy": policy,
                 },
             )
         self._req(
@@ -191,8 +191,13 @@ class Oracle:
             {"metadata": {"name": name}, "target": {"kind": "Node", "name": node}},
         )
 
+    def forget_scenario(self) -> None:
+        """After a failed scenario: its objects are removed with the next setup."""
+        self._check_alive()
+
     def setup(self, scenario: sc.Scenario) -> None:
         self._teardown_previous()
+        self._previous = scenario  # removed next time even if this setup fails
         self.recorder.clear()
         for ns in scenario.namespaces:
             self._req("POST", "/api/v1/namespaces", ns)
@@ -201,7 +206,6 @@ class Oracle:
             # existing pods' bindings go out after every node but the sentinel exists
             self._create_node(scenario.nodes[-1])
             list(pool.map(self._create_existing, scenario.existing))
-        self._previous = scenario
         self._sync(scenario)
 
     def _sync(self, scenario: sc.Scenario) -> None:
@@ -245,10 +249,7 @@ class Oracle:
         ns, base = pod["metadata"]["namespace"], pod["metadata"]["name"]
         copies = {UPSTREAM: f"{base}-u", OURS: f"{base}-o"}
         victims_before = {s: len(self.recorder.victims_of(s)) for s in copies}
-        could_preempt = (
-            pod["spec"].get("priorityClassName") == "oracle-high"
-            and pod["spec"].get("preemptionPolicy") != "Never"
-        )
+        could_preempt = pod["spec"].get("priorityClassName") == "oracle-high"
         for sched, name in copies.items():
             body = {
                 **pod,
