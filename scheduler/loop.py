@@ -266,7 +266,7 @@ class SchedulingLoop:
                 log.warning("post filter error pod=%s err=%s", pod.key, st.message())
             elif st.ok and result is not None and result.nominated_node_name:
                 nominated = result.nominated_node_name
-            if not st.ok and st.reasons:
+            if st.reasons:  # upstream: whatever PostFilter said, success included
                 fit.diagnosis.post_filter_msg = st.message()
             if (
                 nominated is None

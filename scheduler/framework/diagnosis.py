@@ -4,16 +4,17 @@ Batch filters record rejections as (slots, reason codes, statuses) groups, so a 
 that finds feasible nodes never builds per-node Status objects; `node_to_status()` builds
 the node -> Status map on demand (PostFilter, events).
 
-FitError.message() is upstream's FitError.Error(): "0/5 nodes are available: 2 node(s)
-had untolerated taint {k: v}, 3 Insufficient cpu." - one "<count> <reason>" per distinct
-reason (a node failing two resources counts in both), sorted as strings, as upstream's
-sort.Strings does.
+FitError.message() is upstream's FitError.Error() (pkg/scheduler/framework/types.go):
+"0/5 nodes are available: 2 node(s) had untolerated taint(s), 3 Insufficient cpu." - one
+"<count> <reason>" per distinct reason (a node failing two resources counts in both),
+sorted as strings, as upstream's sort.Strings does. The PostFilter message follows after
+one space, with no period added (upstream's own messages end in "." where they want one).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -114,6 +115,42 @@ class Diagnosis:
         return hist
 
 
+def fit_error_message(
+    num_all_nodes: int,
+    histogram: Mapping[str, int],
+    pre_filter_msg: str = "",
+    post_filter_msg: str = "",
+) -> str:
+    """upstream FitError.Error(): "0/N nodes are available:" then the PreFilter message
+    or the sorted reason histogram, each closed by ".", then the PostFilter message as is."""
+    msg = f"0/{num_all_nodes} nodes are available:"
+    if pre_filter_msg:
+        msg += f" {pre_filter_msg}."
+    else:
+        parts = sorted(f"{count} {reason}" for reason, count in histogram.items())
+        if parts:
+            msg += f" {', '.join(parts)}."
+    if post_filter_msg:
+        msg += f" {post_filter_msg}"
+    return msg
+
+
+def status_histogram(
+    num_all_nodes: int, statuses: Mapping[str, Status], absent: Status | None = None
+) -> Counter[str]:
+    """Reason -> node count over explicit statuses, plus `absent`'s reasons for every
+    node without one (upstream NodeToStatus with its absent-nodes status)."""
+    hist: Counter[str] = Counter()
+    for st in statuses.values():
+        for reason in st.reasons:
+            hist[reason] += 1
+    missing = num_all_nodes - len(statuses)
+    if absent is not None and missing > 0:
+        for reason in absent.reasons:
+            hist[reason] += missing
+    return hist
+
+
 @dataclass
 class FitError(Exception):
     """The pod fits no node. Returned by schedule_pod (and raisable)."""
@@ -125,17 +162,9 @@ class FitError(Exception):
     def message(self) -> str:
         if self.num_all_nodes == 0 and not self.diagnosis.pre_filter_msg:
             return NO_NODES_AVAILABLE
-        msg = f"0/{self.num_all_nodes} nodes are available:"
         d = self.diagnosis
-        if d.pre_filter_msg:
-            msg += f" {d.pre_filter_msg}."
-        else:
-            parts = sorted(f"{count} {reason}" for reason, count in d.reason_histogram().items())
-            if parts:
-                msg += f" {', '.join(parts)}."
-        if d.post_filter_msg:
-            msg += f" {d.post_filter_msg}."  # upstream's form, even when it ends in "."
-        return msg
+        histogram = Counter[str]() if d.pre_filter_msg else d.reason_histogram()
+        return fit_error_message(self.num_all_nodes, histogram, d.pre_filter_msg, d.post_filter_msg)
 
     def __str__(self) -> str:
         return self.message()

@@ -5,10 +5,10 @@ expanded as upstream (a multiPoint plugin is registered at every extension point
 implements; plugins named at a specific point come first), score weights (0 -> 1) and
 per-plugin args (missing -> the plugin's defaults).
 
-Filter contract: the first rejecting plugin decides a node's Status. In the main pass
-batch plugins run first (over the whole NodeTable), per-node plugins after, on the nodes
-still feasible; so with mixed kinds the recorded reason may name a later batch plugin
-where upstream would name an earlier per-node one. The verdict is the same.
+Filter contract: the first rejecting plugin in profile order decides a node's Status. In
+the main pass batch plugins run first (over the whole NodeTable), per-node plugins after,
+on the nodes still feasible; schedule.py then re-checks a batch-rejected node with the
+per-node plugins placed before the rejecting one, so the recorded reason is upstream's.
 """
 
 from __future__ import annotations
@@ -62,6 +62,24 @@ class Profile:
     )
     plugin_args: Mapping[str, Any] = field(default_factory=dict)
     percentage_of_nodes_to_score: int | None = None  # None: the global setting
+
+
+# Upstream v1.37's default profiles hold DynamicResources right before DefaultPreemption
+# (apis/config/v1/default_plugins.go). Its PreFilter writes the state its PostFilter reads;
+# when an earlier PreFilter plugin ends the run (UnschedulableAndUnresolvable, or narrowed
+# node sets that do not intersect) that state is missing, DynamicResources' PostFilter
+# fails with the cycle state's "not found" error and RunPostFilterPlugins stops there: no
+# preemption, and the pod's message ends in " not found". This scheduler implements no
+# DynamicResources plugin but says and does what upstream does (seen against the
+# kube-scheduler v1.37.2 binary, tests/integration/test_fidelity_messages.py).
+_PRE_FILTER_ENDED_EARLY = "framework/PreFilterEndedBeforeDynamicResources"
+DYNAMIC_RESOURCES = "DynamicResources"
+DRA_STATE_NOT_FOUND = "not found"
+
+
+def go_list(items: Sequence[str]) -> str:
+    """A []string as Go's %v prints it: "[a b c]"."""
+    return "[" + " ".join(items) + "]"
 
 
 def _tag(status: Status, plugin: str) -> Status:
@@ -183,23 +201,41 @@ class Framework:
     def run_pre_filter(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot
     ) -> tuple[PreFilterResult | None, Status]:
+        """upstream RunPreFilterPlugins (framework/runtime/framework.go): SKIP marks the
+        plugin's Filter skipped; UnschedulableAndUnresolvable (or an error) ends the run
+        at once; Unschedulable is remembered and the other plugins still run (the last
+        one is returned); narrowed node sets are intersected, and an empty intersection
+        is UnschedulableAndUnresolvable with no plugin of its own. The result returned
+        beside a rejection names the narrowing plugins (they count as rejectors)."""
         result: PreFilterResult | None = None
+        rejected: Status | None = None
         for p in self.pre_filter_plugins:
             res, st = p.pre_filter(state, pod, snapshot)
             if st.code == Code.SKIP:
                 state.skip_filter.add(p.name)
                 continue
             if not st.ok:
-                return None, _tag(st, p.name)
+                st = _tag(st, p.name)
+                if st.code == Code.UNSCHEDULABLE:
+                    rejected = st
+                    continue
+                if st.code != Code.ERROR:
+                    state.write(_PRE_FILTER_ENDED_EARLY, True)
+                return None, st
             if res is not None and res.node_names is not None:
                 res = PreFilterResult(res.node_names, (p.name,))
                 result = res if result is None else result.merge(res)
                 if not result.node_names:
-                    plugins = ", ".join(result.plugins)
-                    return None, Status.unresolvable(
-                        f"node(s) didn't satisfy plugin(s) [{plugins}] simultaneously",
-                        plugin=p.name,
-                    )
+                    narrowing = sorted(set(result.plugins))
+                    if len(narrowing) == 1:
+                        msg = f"node(s) didn't satisfy plugin {narrowing[0]}"
+                    else:
+                        names_ = go_list(narrowing)
+                        msg = f"node(s) didn't satisfy plugin(s) {names_} simultaneously"
+                    state.write(_PRE_FILTER_ENDED_EARLY, True)
+                    return result, Status.unresolvable(msg)
+        if rejected is not None:
+            return result, rejected
         return result, Status.success()
 
     def run_filter(self, state: CycleState, pod: PodInfo, view: NodeView) -> Status:
@@ -286,20 +322,28 @@ class Framework:
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status]:
-        """The first PostFilter plugin that succeeds (or errors) ends the run."""
+        """upstream RunPostFilterPlugins: the first plugin that succeeds, errors or says
+        UnschedulableAndUnresolvable ends the run; otherwise the Unschedulable reasons
+        of all are joined under the first rejecting plugin, with the last non-empty
+        result (e.g. one clearing the nomination)."""
+        if self.post_filter_plugins and state.get(_PRE_FILTER_ENDED_EARLY):
+            return None, Status(Code.ERROR, (DRA_STATE_NOT_FOUND,), DYNAMIC_RESOURCES)
         reasons: list[str] = []
-        last = Status.unschedulable("no PostFilter plugins")
+        result: PostFilterResult | None = None
+        rejector = ""
         for p in self.post_filter_plugins:
             res, st = p.post_filter(state, pod, diagnosis)
             if st.ok:
                 return res, st
-            if st.code == Code.ERROR:
+            if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return res, _tag(st, p.name)
+            if not st.is_rejected:
                 return None, _tag(st, p.name)
-            last = _tag(st, p.name)
+            if res is not None:
+                result = res
             reasons.extend(st.reasons)
-        if reasons:
-            last = dataclasses.replace(last, reasons=tuple(reasons))
-        return None, last
+            rejector = rejector or p.name
+        return result, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
 
     # ------------------------------------------------------------ score
     def run_pre_score(

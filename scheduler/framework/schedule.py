@@ -1,12 +1,17 @@
 """schedule_pod: one pod, one snapshot -> a node or a FitError (upstream schedulePod).
 
 1. PreFilter (may reject the pod outright or narrow the candidate nodes).
-2. If the pod carries a nominatedNodeName that still passes Filter, take it.
+2. If the pod carries a nominatedNodeName that still passes Filter, take it (when it
+   does not, its rejecting plugin joins the "didn't satisfy plugin(s)" list, as upstream).
 3. Filter: batch plugins over every candidate at once (NodeTable columns), then the
    nominated-pods rule on nodes holding nominations of priority >= the pod's, then
    per-node plugins on the still-feasible nodes in rotated order until enough feasible
-   nodes are found (percentageOfNodesToScore; adaptive as upstream).
-4. PreScore / Score / NormalizeScore, weighted sum; highest total wins, ties at random.
+   nodes are found (percentageOfNodesToScore; adaptive as upstream; 1 without score
+   plugins). A rejected node's recorded Status is upstream's: that of the FIRST failing
+   plugin in profile order (batch rejections are re-checked with the per-node plugins
+   the profile places earlier; nodes with nominations are re-run whole).
+4. PreScore / Score / NormalizeScore, weighted sum (every node 1 without score plugins);
+   highest total wins, ties at random. At DEBUG, one "final score" line per node.
 
 The search starts where the previous cycle stopped (`SearchState.next_start`), so nodes
 are considered fairly. No API calls, no awaits.
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -28,8 +34,8 @@ from scheduler.cache.nominator import Nominator
 from scheduler.cache.snapshot import Snapshot
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.diagnosis import Diagnosis, FitError, ScheduleResult
-from scheduler.framework.interfaces import IntArray
-from scheduler.framework.runtime import Framework, _tag
+from scheduler.framework.interfaces import Int32Array, IntArray
+from scheduler.framework.runtime import Framework, _tag, go_list
 from scheduler.framework.search import SearchState as SearchState  # re-exported
 from scheduler.framework.status import Code, Status
 from scheduler.model.pod import PodInfo
@@ -79,6 +85,77 @@ def _nominated_slots(snapshot: Snapshot, pod: PodInfo, nominator: Nominator | No
     return out
 
 
+def _first_rejection(
+    plugins: list[Any], state: CycleState, pod: PodInfo, view: NodeView
+) -> Status | None:
+    for p in plugins:
+        st = p.filter(state, pod, view)
+        if not st.ok:
+            st = _tag(st, p.name)
+            if st.code == Code.ERROR:
+                raise SchedulingError(st)
+            return st
+    return None
+
+
+def _record_batch_rejections(
+    framework: Framework,
+    state: CycleState,
+    pod: PodInfo,
+    snapshot: Snapshot,
+    nominator: Nominator | None,
+    nominated: set[int],
+    diagnosis: Diagnosis,
+    groups: list[tuple[int, IntArray, Int32Array | None, list[Status]]],
+) -> None:
+    """Record batch rejections under the reason upstream would give: the FIRST failing
+    plugin in profile order (upstream RunFilterPlugins stops there). Batch plugins run
+    before the per-node ones, so a node a batch plugin rejected is re-checked with the
+    per-node plugins that come earlier in the profile (only those; cheap, and none at
+    all for most pods since e.g. NodePorts is skipped without host ports). A node holding
+    nominations of priority >= the pod's is re-run whole, with the nominated pods added
+    (upstream RunFilterPluginsWithNominatedPods), for the same reason."""
+    skip = state.skip_filter
+    for position, slots, reasons, statuses in groups:
+        overrides: dict[int, Status] = {}
+        # the per-node plugins the profile places before the rejecting batch plugin
+        earlier = [
+            p
+            for p in framework.filter_plugins[:position]
+            if p.name not in skip and not hasattr(p, "filter_batch")
+        ]
+        if earlier:
+            to_check = slots
+        elif nominated:
+            to_check = slots[np.isin(slots, np.fromiter(nominated, dtype=np.int64))]
+        else:
+            to_check = slots[:0]
+        views = snapshot.views
+        for slot in to_check.tolist():
+            view = views[slot]
+            assert view is not None
+            if slot in nominated:
+                st: Status | None = framework.run_filter_with_nominated_pods(
+                    state, pod, view, nominator
+                )
+                assert st is not None
+                if st.code == Code.ERROR:
+                    raise SchedulingError(st)
+                if st.ok:
+                    st = None
+            else:
+                st = _first_rejection(earlier, state, pod, view)
+            if st is not None:
+                overrides[slot] = st
+        if overrides:
+            keep = ~np.isin(slots, np.fromiter(overrides, dtype=np.int64, count=len(overrides)))
+            slots = slots[keep]
+            reasons = reasons[keep] if reasons is not None else None
+            for slot, st in overrides.items():
+                diagnosis.add(slot, st)
+        diagnosis.add_batch(slots, reasons, statuses)
+
+
 def find_nodes_that_fit(
     framework: Framework,
     state: CycleState,
@@ -90,7 +167,8 @@ def find_nodes_that_fit(
     candidates: IntArray,
 ) -> tuple[IntArray, int]:
     """Feasible slots (at most num_feasible_nodes_to_find, in search order) and how
-    many nodes were processed. Records rejections in `diagnosis`."""
+    many nodes were processed. Records rejections in `diagnosis`, each under the first
+    failing plugin in profile order."""
     n = len(candidates)
     if n == 0:
         return candidates, 0
@@ -98,9 +176,14 @@ def find_nodes_that_fit(
     order = np.concatenate((candidates[start:], candidates[:start])) if start else candidates
     pos = np.arange(n, dtype=np.int64)
     to_find = num_feasible_nodes_to_find(framework.percentage_of_nodes_to_score, n)
+    if not framework.score_plugins:
+        to_find = 1  # upstream: without scoring, the first feasible node is the answer
     skip = state.skip_filter
+    position = {p.name: i for i, p in enumerate(framework.filter_plugins)}
+    nominated = _nominated_slots(snapshot, pod, nominator)
 
     alive = order
+    groups: list[tuple[int, IntArray, Int32Array | None, list[Status]]] = []
     for p in framework.batch_filter_plugins:
         if p.name in skip or len(alive) == 0:
             continue
@@ -113,13 +196,15 @@ def find_nodes_that_fit(
             for s in statuses:
                 if s.code == Code.ERROR:
                     raise SchedulingError(s)
-            diagnosis.add_batch(alive[rejected], reasons, statuses)
+            groups.append((position[p.name], alive[rejected], reasons, statuses))
             alive = alive[passed]
             pos = pos[passed]
+    _record_batch_rejections(
+        framework, state, pod, snapshot, nominator, nominated, diagnosis, groups
+    )
 
     # nominated-pods rule on the (few) nodes holding relevant nominations
-    nominated = _nominated_slots(snapshot, pod, nominator) if len(alive) else set()
-    if nominated:
+    if nominated and len(alive):
         keep = np.ones(len(alive), dtype=np.bool_)
         for i in np.flatnonzero(np.isin(alive, list(nominated))).tolist():
             slot = int(alive[i])
@@ -187,27 +272,33 @@ def schedule_pod(
     pre_result, st = framework.run_pre_filter(state, pod, snapshot)
     if st.code == Code.ERROR:
         raise SchedulingError(st)
+    if pre_result is not None:
+        # upstream: the plugins that narrowed the nodes count as rejectors either way
+        diagnosis.unschedulable_plugins.update(pre_result.plugins)
     if not st.ok:
         diagnosis.pre_filter_msg = st.message()
         diagnosis.set_all(st)
         return FitError(pod, num_all, diagnosis)
 
-    # a pod nominated by an earlier preemption tries its node first
+    # a pod nominated by an earlier preemption tries its node first (upstream
+    # evaluateNominatedNode: whatever PreFilter narrowed to; an error there is ignored)
     nominated_node = pod.nominated_node_name
-    if nominated_node and (
-        pre_result is None
-        or pre_result.node_names is None
-        or nominated_node in pre_result.node_names
-    ):
+    nominated_status: tuple[int, Status] | None = None
+    absent_plugins = set(pre_result.plugins) if pre_result is not None else set()
+    if nominated_node:
         view = snapshot.get(nominated_node)
-        if view is not None:
+        slot = snapshot.slot_of(nominated_node)
+        if view is not None and slot is not None:
             nst = framework.run_filter_with_nominated_pods(state, pod, view, nominator)
-            if nst.code == Code.ERROR:
-                raise SchedulingError(nst)
             if nst.ok:
                 # upstream: the nominated node alone is the feasible set, so no scoring
                 _log_single_feasible(pod, nominated_node)
                 return ScheduleResult(nominated_node, 1, 1)
+            if nst.code != Code.ERROR:
+                nominated_status = (slot, nst)
+                if nst.plugin and nst.code != Code.PENDING:
+                    # upstream adds it to the very set the absent-nodes message lists
+                    absent_plugins.add(nst.plugin)
 
     candidates = snapshot.live_slots()
     if pre_result is not None and pre_result.node_names is not None:
@@ -217,18 +308,17 @@ def schedule_pod(
         cand = np.asarray(sorted(allowed), dtype=np.int64)
         outside = np.setdiff1d(candidates, cand, assume_unique=True)
         if len(outside):
-            plugins = ", ".join(sorted(pre_result.plugins))
+            # upstream's absent-nodes status: no plugin of its own, the names as Go's %v
+            plugins = go_list(sorted(absent_plugins))
             diagnosis.add_batch(
-                outside,
-                None,
-                [
-                    Status.unresolvable(
-                        f"node(s) didn't satisfy plugin(s) [{plugins}]",
-                        plugin=pre_result.plugins[0] if pre_result.plugins else "",
-                    )
-                ],
+                outside, None, [Status.unresolvable(f"node(s) didn't satisfy plugin(s) {plugins}")]
             )
         candidates = cand
+    if nominated_status is not None and nominated_status[0] not in set(candidates.tolist()):
+        # the main pass does not visit it: its status from the first try stands
+        diagnosis.add(*nominated_status)
+    elif nominated_status is not None and nominated_status[1].plugin:
+        diagnosis.unschedulable_plugins.add(nominated_status[1].plugin)
 
     feasible, processed = find_nodes_that_fit(
         framework, state, pod, snapshot, nominator, search, diagnosis, candidates
@@ -241,12 +331,17 @@ def schedule_pod(
         _log_single_feasible(pod, only)
         return ScheduleResult(only, evaluated, 1)
 
-    st = framework.run_pre_score(state, pod, snapshot, feasible)
-    if not st.ok:
-        raise SchedulingError(st)
-    total, per_plugin, st = framework.run_score(state, pod, snapshot, feasible)
-    if not st.ok:
-        raise SchedulingError(st)
+    per_plugin: dict[str, IntArray] = {}
+    if not framework.score_plugins:
+        # upstream prioritizeNodes: without score plugins every node scores 1
+        total = np.ones(len(feasible), dtype=np.int64)
+    else:
+        st = framework.run_pre_score(state, pod, snapshot, feasible)
+        if not st.ok:
+            raise SchedulingError(st)
+        total, per_plugin, st = framework.run_score(state, pod, snapshot, feasible)
+        if not st.ok:
+            raise SchedulingError(st)
     if log.isEnabledFor(logging.DEBUG):
         _log_final_scores(pod, snapshot, feasible, total, per_plugin, framework.weights)
     best = np.flatnonzero(total == total.max())

@@ -76,6 +76,14 @@ class PreemptionServices:
     rand: Callable[[int], int] = field(default=random.randrange)
 
 
+def _prefixed(status: Status, plugin: str) -> Status:
+    """upstream DefaultPreemption.PostFilter: every non-empty message of the evaluator
+    becomes "preemption: <message>" (the code is kept)."""
+    message = status.message()
+    reasons = (f"preemption: {message}",) if message else status.reasons
+    return Status(status.code, reasons, status.plugin or plugin, status.error)
+
+
 class _NoNominations:
     def nominated_pods_for_node(self, node_name: str, /) -> Iterable[PodInfo]:
         return ()
@@ -123,12 +131,11 @@ class DefaultPreemption:
             self.services.pdbs(),
             self._fit(state),
             nominated_node=nominated,
+            num_all_nodes=snapshot.num_nodes,
         )
         decision = evaluation.decision
         if decision is None:
-            status = evaluation.status
-            if not status.plugin:
-                status = Status(status.code, status.reasons, self.name, status.error)
+            status = _prefixed(evaluation.status, self.name)
             if evaluation.clear_nomination:
                 if nominator is not None:
                     nominator.remove(pod)
@@ -143,6 +150,18 @@ class DefaultPreemption:
                 nominator.remove(lower)
         if metrics is not None:
             metrics.preemption_victims.observe(len(decision.victims))
+        # upstream Preempt's success message; the pod's PodScheduled message carries it
+        placed = _prefixed(
+            Status(
+                Code.SUCCESS,
+                (
+                    f"found a potential placement for pod on node {decision.node}, "
+                    f"preempting {len(decision.victims)} victims",
+                ),
+            ),
+            self.name,
+        )
+        diagnosis.post_filter_msg = placed.message()
         message = FitError(pod, snapshot.num_nodes, diagnosis).message()
         log.info(
             "preemption decided preemptor=%s node=%s victims=%d pdb_violations=%d mode=%s",
@@ -155,7 +174,7 @@ class DefaultPreemption:
         task = self.executor.start(decision, message)
         if self.sync:
             self._to_settle.append(task)
-        return PostFilterResult(decision.node), Status.success()
+        return PostFilterResult(decision.node), placed
 
     def _fit(self, state: CycleState) -> FitCheck:
         framework = self.handle.framework

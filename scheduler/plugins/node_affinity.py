@@ -23,6 +23,7 @@ from scheduler.plugins.helpers import QUEUE, SKIP, default_normalize, event
 
 REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
+REASON_CONFLICT = "pod affinity terms conflict"  # upstream errReasonConflict
 _PRESCORE_KEY = "PreScore" + names.NODE_AFFINITY
 
 
@@ -50,6 +51,9 @@ class NodeAffinity:
             return None, Status(Code.SKIP)
         if pod.required_node_affinity is not None:
             pinned = pod.required_node_affinity.node_names()
+            if pinned is not None and not pinned:
+                # upstream: every term's matchFields names intersect to nothing
+                return None, Status.unresolvable(REASON_CONFLICT, plugin=self.name)
             if pinned is not None:
                 return PreFilterResult(pinned), Status.success()
         return None, Status.success()

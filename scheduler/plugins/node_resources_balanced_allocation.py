@@ -1,9 +1,24 @@
-"""NodeResourcesBalancedAllocation (Score): prefer nodes whose resource fractions (after
-placing the pod, actual requests) are balanced: 100 * (1 - std of the fractions)."""
+"""NodeResourcesBalancedAllocation (Score), as upstream v1.37.2
+(noderesources/balanced_allocation.go + resource_allocation.go).
+
+The score is the IMPROVEMENT in balance the pod brings, not the balance after placing it:
+
+    balance(fractions) = int64((1 - std(fractions)) * 100)
+    score = 50 + (50 + balance(with pod) - balance(without pod)) / 2   (Go int division)
+
+For each configured resource (default cpu and memory): fraction = requested / allocatable
+capped at 1, where requested is the node's requested amount (actual requests, no 100m /
+200Mi defaults: useRequested) plus, "with pod", the pod's request. A resource with
+allocatable 0 on the node, or an extended resource the pod does not request, is left
+out. std: none or one fraction -> 0; two -> |f0 - f1| / 2; more -> population standard
+deviation around the mean (summed in resource order, as upstream). PreScore skips a pod
+requesting none of the resources.
+"""
 
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
@@ -14,18 +29,50 @@ from scheduler.framework.handle import Handle
 from scheduler.framework.interfaces import MAX_NODE_SCORE, IntArray
 from scheduler.framework.status import Code, Status
 from scheduler.model.pod import PodInfo
-from scheduler.plugins.resource_allocation import alloc_and_requested, alloc_and_requested_one
+from scheduler.plugins.resource_allocation import (
+    alloc_and_requested,
+    alloc_and_requested_one,
+    pod_request,
+)
+
+FloatArray = npt.NDArray[np.float64]
 
 
-def balanced_score(alloc: IntArray, req: IntArray) -> IntArray:
+def balance(requested: IntArray, alloc: IntArray) -> IntArray:
+    """upstream balancedResourceScore, one row per node."""
     valid = alloc > 0
-    frac = np.where(valid, req / np.where(valid, alloc, 1), 0.0)
+    frac: FloatArray = np.where(valid, requested / np.where(valid, alloc, 1), 0.0)
     frac = np.minimum(frac, 1.0)
     count = valid.sum(axis=1)
-    mean = frac.sum(axis=1) / np.maximum(count, 1)
-    var = (((frac - mean[:, None]) * valid) ** 2).sum(axis=1) / np.maximum(count, 1)
-    std = np.where(count >= 2, np.sqrt(var), 0.0)
-    out: IntArray = ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+    n_rows, n_res = frac.shape
+    # sequential sums in resource order (numpy's pairwise sum could round differently)
+    total = np.zeros(n_rows, dtype=np.float64)
+    for j in range(n_res):
+        total += frac[:, j]
+    std = np.zeros(n_rows, dtype=np.float64)
+    # exactly two fractions: |f0 - f1| / 2
+    rank = np.cumsum(valid, axis=1)
+    first = np.where(valid & (rank == 1), frac, 0.0).sum(axis=1)  # one non-zero term
+    second = np.where(valid & (rank == 2), frac, 0.0).sum(axis=1)
+    std = np.where(count == 2, np.abs((first - second) / 2), std)
+    many = count > 2
+    if many.any():
+        mean = total / np.maximum(count, 1)
+        sq = np.zeros(n_rows, dtype=np.float64)
+        for j in range(n_res):
+            d = frac[:, j] - mean
+            sq += np.where(valid[:, j], d * d, 0.0)
+        std = np.where(many, np.sqrt(sq / np.maximum(count, 1)), std)
+    out: IntArray = ((1 - std) * MAX_NODE_SCORE).astype(np.int64)  # Go int64(): truncation
+    return out
+
+
+def balanced_score(requested: IntArray, allocated: IntArray, alloc: IntArray) -> IntArray:
+    """upstream balancedResourceScorer: 50 + (50 + with - without) / 2, Go division
+    (truncates toward zero, so a negative improvement rounds up)."""
+    d = MAX_NODE_SCORE // 2 + balance(requested, alloc) - balance(allocated, alloc)
+    half = np.where(d >= 0, d // 2, -((-d) // 2))
+    out: IntArray = MAX_NODE_SCORE // 2 + half
     return out
 
 
@@ -35,22 +82,30 @@ class NodeResourcesBalancedAllocation:
     def __init__(self, args: NodeResourcesBalancedAllocationArgs) -> None:
         self._resources = args.resources
 
+    def _pod_vector(self, pod: PodInfo) -> IntArray:
+        return np.array([pod_request(pod, s.name, True) for s in self._resources], dtype=np.int64)
+
     def pre_score(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, slots: IntArray
     ) -> Status:
-        if not any(pod.requests.get(s.name, 0) for s in self._resources):
+        if not self._pod_vector(pod).any():
             return Status(Code.SKIP)  # a best-effort pod: nothing to balance
         return Status.success()
 
+    def _score(self, pod: PodInfo, alloc: IntArray, requested: IntArray) -> IntArray:
+        # the node without the pod: the pod's request off every resource that counts
+        allocated = requested - np.where(alloc > 0, self._pod_vector(pod)[None, :], 0)
+        return balanced_score(requested, allocated, alloc)
+
     def score(self, state: CycleState, pod: PodInfo, view: NodeView) -> tuple[int, Status]:
         alloc, req = alloc_and_requested_one(view, pod, self._resources, True)
-        return int(balanced_score(alloc, req)[0]), Status.success()
+        return int(self._score(pod, alloc, req)[0]), Status.success()
 
     def score_batch(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, slots: IntArray
     ) -> IntArray:
         alloc, req = alloc_and_requested(snapshot, slots, pod, self._resources, True)
-        return balanced_score(alloc, req)
+        return self._score(pod, alloc, req)
 
 
 def new(

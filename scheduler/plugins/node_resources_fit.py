@@ -128,6 +128,8 @@ class NodeResourcesFit:
 
     # -------------------------------------------------------------- score
     def _score(self, alloc: IntArray, req: IntArray) -> IntArray:
+        """upstream least_allocated.go / most_allocated.go /
+        requested_to_capacity_ratio.go, integer arithmetic as Go's."""
         valid = alloc > 0
         safe = np.where(valid, alloc, 1)
         if self._type == LEAST_ALLOCATED:
@@ -137,6 +139,8 @@ class NodeResourcesFit:
         else:
             util = np.where(req > alloc, 100, req * 100 // safe)
             per = _broken_linear(util, self._shape)
+            # upstream counts a resource (and its weight) only when its score is > 0
+            valid = valid & (per > 0)
         w = self._weights[None, :] * valid
         wsum = w.sum(axis=1)
         total = (per * w).sum(axis=1)
@@ -193,20 +197,25 @@ class NodeResourcesFit:
 
 
 def _broken_linear(util: IntArray, shape: tuple[UtilizationShapePoint, ...]) -> IntArray:
-    """upstream helper.BuildBrokenLinearFunction, scaled by MaxNodeScore/10."""
+    """upstream helper.BuildBrokenLinearFunction (scores scaled by MaxNodeScore/10): the
+    first point with utilization >= p decides; between two points a linear interpolation
+    with Go's integer division (truncating toward zero, which matters on falling slopes);
+    past the last point its score."""
     xs = [p.utilization for p in shape]
     ys = [p.score * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE) for p in shape]
     out = np.full(util.shape, ys[-1], dtype=np.int64)
-    out[util < xs[0]] = ys[0]
-    # walk the segments from the last so the first matching segment wins
-    for i in range(len(xs) - 1, 0, -1):
-        seg = (util >= xs[i - 1]) & (util <= xs[i])
-        if xs[i] == xs[i - 1]:
-            continue
-        val = ys[i - 1] + (ys[i] - ys[i - 1]) * (util - xs[i - 1]) // (xs[i] - xs[i - 1])
-        out = np.where(seg, val, out)
-    if len(xs) == 1:
-        out[:] = ys[0]
+    decided = np.zeros(util.shape, dtype=np.bool_)
+    for i, x in enumerate(xs):
+        here = ~decided & (util <= x)
+        if i == 0:
+            val = np.full(util.shape, ys[0], dtype=np.int64)
+        else:
+            num = (ys[i] - ys[i - 1]) * (util - xs[i - 1])
+            den = xs[i] - xs[i - 1]
+            q = np.where(num >= 0, num // den, -((-num) // den))  # den > 0 (validated)
+            val = ys[i - 1] + q
+        out = np.where(here, val, out)
+        decided |= here
     return out
 
 

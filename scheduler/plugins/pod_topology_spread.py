@@ -7,7 +7,11 @@ using the selector of the workload owning it (WorkloadSelectorLister on the hand
 State is kept per constraint as arrays indexed by the topology key's label codes
 (count of matching pods per domain, which domains are eligible), so the batch filter is
 a gather and a compare; AddPod/RemovePod update the same arrays for dry runs.
-Pods counted: same namespace as the incoming pod, not terminating, selector matches.
+Pods counted: same namespace as the incoming pod, not terminating, selector matches; an
+empty selector counts none (upstream countPodsMatchSelector returns 0 for
+selector.Empty()), while the pod still matches itself. matchLabelKeys merge into the
+selector as upstream's mergeLabelSetWithSelector: into an empty selector they make a real
+one (the pod's values), into an absent (nil, match-nothing) one they change nothing.
 """
 
 from __future__ import annotations
@@ -60,6 +64,12 @@ SYSTEM_DEFAULT_CONSTRAINTS = (
 
 
 def _per_slot_counts(snapshot: Snapshot, selector: LabelSelector, namespace: str) -> IntArray:
+    """upstream countPodsMatchSelector per node: an EMPTY selector (`labelSelector: {}`,
+    labels.Everything() after metav1.LabelSelectorAsSelector) counts no pod at all,
+    though it matches the incoming pod itself (selfMatch) and, in AddPod/RemovePod
+    (preemption dry runs), the pods added or removed."""
+    if selector.is_everything:
+        return np.zeros(snapshot.table.capacity, dtype=np.int64)
     slots = [
         slot
         for slot, p in snapshot.candidate_pods(selector)
@@ -323,12 +333,17 @@ class PodTopologySpread:
                 weights.append(math.log(2))
                 continue
             nvals = len(col.values)
-            scored_codes = col.codes[scored]
+            all_codes = col.codes
+            empty = col.value_codes.get("")
+            if empty is not None and not require_all:
+                # upstream reads a missing label as "": one domain with nodes labelled ""
+                all_codes = np.where(all_codes < 0, empty, all_codes)
+            scored_codes = all_codes[scored]
             domains = np.bincount(scored_codes[scored_codes >= 0], minlength=nvals) > 0
             size = int(domains.sum()) + (1 if (scored_codes < 0).any() else 0)
             weights.append(math.log(size + 2))
             elig = live_ok & inclusion.mask(c)
-            codes = col.codes[live][elig]
+            codes = all_codes[live][elig]
             keep = codes >= 0
             per_code = np.bincount(codes[keep], weights=per_slot[live][elig][keep], minlength=nvals)
             per_code = np.where(domains, per_code, 0).astype(np.int64)

@@ -1,6 +1,8 @@
 """TaintToleration: Filter rejects nodes with an untolerated NoSchedule/NoExecute taint
-(UnschedulableAndUnresolvable); Score prefers nodes with fewer untolerated
-PreferNoSchedule taints (reverse-normalized).
+(UnschedulableAndUnresolvable, "node(s) had untolerated taint(s)" without naming the
+taint, as upstream v1.37 tainttoleration/taint_toleration.go); Score counts untolerated
+PreferNoSchedule taints (tolerations with effect "" or PreferNoSchedule only), reverse
+DefaultNormalizeScore.
 
 Batch form: the table interns each node's taint tuple, so tolerations are evaluated
 once per distinct taint set and gathered onto the nodes.
@@ -35,8 +37,7 @@ from scheduler.plugins.helpers import QUEUE, SKIP, default_normalize, event
 _HARD = frozenset({NO_SCHEDULE, NO_EXECUTE})
 
 
-def reason(taint: Taint) -> str:
-    return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+REASON = "node(s) had untolerated taint(s)"
 
 
 def _node_tolerated(pod: PodInfo, old: Any, new: Any) -> Any:
@@ -57,11 +58,13 @@ def _prefer_count(taints: tuple[Taint, ...], pod: PodInfo) -> int:
 class TaintToleration:
     name = names.TAINT_TOLERATION
 
+    def __init__(self) -> None:
+        self._status = Status.unresolvable(REASON, plugin=self.name)
+
     def filter(self, state: CycleState, pod: PodInfo, view: NodeView) -> Status:
-        taint = find_untolerated(view.taints, pod.tolerations, _HARD)
-        if taint is None:
+        if find_untolerated(view.taints, pod.tolerations, _HARD) is None:
             return Status.success()
-        return Status.unresolvable(reason(taint), plugin=self.name)
+        return self._status
 
     def filter_batch(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, slots: IntArray
@@ -69,23 +72,13 @@ class TaintToleration:
         table = snapshot.table
         if len(table.taint_sets) == 1:  # only the empty set
             return BatchFilterResult.all_pass(len(slots))
-        statuses: list[Status] = []
-        code_of_set = np.full(len(table.taint_sets), -1, dtype=np.int32)
-        by_reason: dict[str, int] = {}
-        for i, ts in enumerate(table.taint_sets):
-            taint = find_untolerated(ts, pod.tolerations, _HARD)
-            if taint is not None:
-                r = reason(taint)
-                code = by_reason.get(r)
-                if code is None:
-                    code = len(statuses)
-                    by_reason[r] = code
-                    statuses.append(Status.unresolvable(r, plugin=self.name))
-                code_of_set[i] = code
-        if not statuses:
+        tolerated = np.array(
+            [find_untolerated(ts, pod.tolerations, _HARD) is None for ts in table.taint_sets],
+            dtype=np.bool_,
+        )
+        if tolerated.all():
             return BatchFilterResult.all_pass(len(slots))
-        codes = code_of_set[table.taint_set_id[slots]]
-        return BatchFilterResult(codes < 0, statuses, codes)
+        return BatchFilterResult(tolerated[table.taint_set_id[slots]], [self._status])
 
     def pre_score(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, slots: IntArray

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from scheduler.config.args import SCOPE_ALL, DefaultPreemptionArgs
+from scheduler.framework.diagnosis import fit_error_message, status_histogram
 from scheduler.framework.status import Code, Status
 from scheduler.model.pdb import PDBInfo
 from scheduler.model.pod import PREEMPT_NEVER, PodInfo
@@ -61,11 +62,13 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+# upstream v1.37.2 wording (defaultpreemption/default_preemption.go and
+# framework/preemption/preemption.go); DefaultPreemption prefixes "preemption: ".
 MSG_NEVER = "not eligible due to preemptionPolicy=Never."
 MSG_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 MSG_NO_VICTIMS = "No preemption victims found for incoming pod"
-MSG_NO_HELP = "preemption: 0/{n} nodes are available: preemption is not helpful for scheduling"
-MSG_NO_CANDIDATE = "preemption: no node found where preemption makes the pod fit"
+# the status of every node preemption did not dry-run, when no candidate was found
+MSG_NOT_HELPFUL = "Preemption is not helpful for scheduling"
 
 # upstream adds MaxInt32+1 to each priority before summing, so every term is >= 0 and a
 # node with more negative-priority victims is not preferred for its smaller sum.
@@ -325,6 +328,14 @@ def pick_one_node(candidates: Sequence[Candidate]) -> Candidate | None:
     return remaining[0]
 
 
+def _not_helpful(num_all_nodes: int, dry_run_statuses: Mapping[str, Status]) -> str:
+    """upstream evaluate() when no candidate was found: a FitError over the dry-run
+    statuses, every other node "Preemption is not helpful for scheduling"."""
+    explicit = {n: st for n, st in dry_run_statuses.items() if not st.ok}
+    absent = Status.unresolvable(MSG_NOT_HELPFUL)
+    return fit_error_message(num_all_nodes, status_histogram(num_all_nodes, explicit, absent))
+
+
 # ---------------------------------------------------------------- the evaluator
 
 
@@ -360,9 +371,13 @@ class Evaluator:
         fit: FitCheck,
         *,
         nominated_node: str = "",
+        num_all_nodes: int | None = None,
     ) -> Evaluation:
         """Decide a preemption for `preemptor`, which failed Filter with `diagnosis`
-        (node name -> status, in Filter order) on the snapshot `nodes`."""
+        (node name -> status, in Filter order) on the snapshot `nodes` of
+        `num_all_nodes` nodes (default: len(diagnosis))."""
+        if num_all_nodes is None:
+            num_all_nodes = len(diagnosis)
         ok, why = eligible_to_preempt(preemptor, nominated_node, nodes, diagnosis)
         if not ok:
             log.debug("preemption not eligible pod=%s reason=%s", preemptor.key, why)
@@ -378,7 +393,7 @@ class Evaluator:
         if not potential:
             log.debug("preemption will not help on any node pod=%s", preemptor.key)
             return Evaluation(
-                Status.unschedulable(MSG_NO_HELP.format(n=len(diagnosis))), clear_nomination=True
+                Status.unschedulable(_not_helpful(num_all_nodes, {})), clear_nomination=True
             )
 
         n = len(potential)
@@ -430,7 +445,7 @@ class Evaluator:
             if errors:
                 return Evaluation(errors[0], node_statuses=statuses, nodes_checked=checked)
             return Evaluation(
-                Status.unschedulable(MSG_NO_CANDIDATE),
+                Status.unschedulable(_not_helpful(num_all_nodes, statuses)),
                 clear_nomination=True,
                 node_statuses=statuses,
                 nodes_checked=checked,

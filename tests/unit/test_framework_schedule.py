@@ -50,7 +50,7 @@ def test_fit_error_message_is_upstreams() -> None:
     result = _schedule(fw, make_pod("p").requests(cpu="2").obj(), make_snapshot(nodes))
     assert isinstance(result, FitError)
     assert result.message() == (
-        "0/5 nodes are available: 2 node(s) had untolerated taint {k: v}, 3 Insufficient cpu."
+        "0/5 nodes are available: 2 node(s) had untolerated taint(s), 3 Insufficient cpu."
     )
     d = result.diagnosis
     assert d.unschedulable_plugins == {"TaintToleration", "NodeResourcesFit"}
@@ -84,9 +84,11 @@ def test_post_filter_message_is_appended() -> None:
     fw = make_framework()
     result = _schedule(fw, make_pod("p").requests(cpu="9").obj(), make_snapshot([make_node("a")]))
     assert isinstance(result, FitError)
-    result.diagnosis.post_filter_msg = "preemption: not eligible"
-    assert (
-        result.message() == "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible."
+    # upstream appends the PostFilter message as is: no period of its own
+    result.diagnosis.post_filter_msg = "preemption: not eligible due to preemptionPolicy=Never."
+    assert result.message() == (
+        "0/1 nodes are available: 1 Insufficient cpu."
+        " preemption: not eligible due to preemptionPolicy=Never."
     )
 
 

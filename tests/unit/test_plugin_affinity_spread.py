@@ -156,6 +156,23 @@ SPREAD_CASES = [
      [make_pod("w1").labels(app="web").node("a"), make_pod("w2").labels(app="web").node("c")],
      {"a": SPREAD, "b": SPREAD, "c": SPREAD, "d": "node(s) didn't match Pod's node affinity/selector",
       "nolabel": "node(s) didn't match Pod's node affinity/selector"}),
+    # upstream countPodsMatchSelector: an empty selector (labels.Everything()) counts no
+    # pod at all; the pod matches itself, so the skew is 0 + 1 - 0 everywhere
+    ("an empty labelSelector counts no pod, only the pod itself",
+     make_pod("p").labels(app="web").spread(1, ZONE, {}),
+     [make_pod("w1").labels(app="web").node("a"), make_pod("w2").labels(app="web").node("a"),
+      make_pod("w3").labels(app="web").node("b")],
+     {"nolabel": MISSING}),
+    # mergeLabelSetWithSelector: the pod's matchLabelKeys values make the empty selector
+    # a real one, which counts
+    ("an empty labelSelector with matchLabelKeys counts the pod's label values",
+     make_pod("p").labels(app="web").spread(1, ZONE, {}, match_label_keys=["app"]),
+     [make_pod("w1").labels(app="web").node("a"), make_pod("w2").labels(app="web").node("c")],
+     {"a": SPREAD, "b": SPREAD, "c": SPREAD, "nolabel": MISSING}),
+    ("matchLabelKeys the pod lacks leave the empty selector empty",
+     make_pod("p").labels(app="web").spread(1, ZONE, {}, match_label_keys=["rev"]),
+     [make_pod("w1").labels(app="web").node("a"), make_pod("w2").labels(app="web").node("c")],
+     {"nolabel": MISSING}),
     ("ScheduleAnyway constraints never filter",
      make_pod("p").labels(app="web").spread(1, ZONE, {"app": "web"}, when="ScheduleAnyway"),
      [make_pod("w1").labels(app="web").node("a")],
@@ -186,8 +203,39 @@ def test_node_taints_policy_honor_excludes_tainted_domains() -> None:
     got = reasons_of(filter_statuses(
         fw, make_pod("q").labels(app="web").spread(1, ZONE, {"app": "web"}, node_taints_policy="Honor")
         .obj(), snap))  # fmt: skip
-    assert got == {"b": "node(s) had untolerated taint {k: }"}
+    assert got == {"b": "node(s) had untolerated taint(s)"}
     assert pod  # keeps the builder used
+
+
+def test_absent_label_selector_matches_nothing_not_even_the_pod() -> None:
+    pod = make_pod("p").labels(app="web").spread(1, ZONE, {}).raw()
+    del pod["spec"]["topologySpreadConstraints"][0]["labelSelector"]
+    from scheduler.model.pod import pod_from_dict
+
+    snap = make_snapshot(three_zones(), [make_pod("w1").labels(app="web").node("a")])
+    got = reasons_of(filter_statuses(make_framework(), pod_from_dict(pod), snap))
+    assert got == {"nolabel": MISSING}
+
+
+def test_empty_selector_counts_pods_added_in_a_dry_run() -> None:
+    """upstream updateWithPod (AddPod/RemovePod, used by preemption dry runs) has no
+    Empty() check: with `labelSelector: {}` an added pod of the namespace counts."""
+    from scheduler.framework import CycleState
+
+    fw = make_framework()
+    snap = make_snapshot([make_node("a").zone("z1"), make_node("b").zone("z2")])
+    pod = make_pod("p").labels(app="web").spread(1, ZONE, {}).obj()
+    state = CycleState()
+    assert fw.run_pre_filter(state, pod, snap)[1].ok
+    view_a = snap.get("a")
+    assert fw.run_filter(state, pod, view_a).ok
+    for name in ("x1", "x2"):
+        other = make_pod(name).labels(anything="1").node("a").obj()
+        view_a.add_pod(other)
+        assert fw.run_add_pod(state, pod, other, view_a).ok
+    # z1 now counts 2 (+1 self) against z2's 0
+    assert fw.run_filter(state, pod, view_a).message() == SPREAD
+    assert fw.run_filter(state, pod, snap.get("b")).ok
 
 
 def test_match_label_keys_split_the_count_by_revision() -> None:

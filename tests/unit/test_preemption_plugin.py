@@ -187,7 +187,11 @@ async def test_the_preemptor_status_carries_the_fit_error_message() -> None:
     w.cycle(high())
     await asyncio.gather(*w.executor._tasks)
     cond = seen[0]["status"]["conditions"][0]
-    assert cond["message"].startswith("0/1 nodes are available: 1 Insufficient cpu")
+    # upstream: the FitError message with Preempt's success text as PostFilter message
+    assert cond["message"] == (
+        "0/1 nodes are available: 1 Insufficient cpu."
+        " preemption: found a potential placement for pod on node n0, preempting 3 victims"
+    )
     assert seen[0]["status"]["nominatedNodeName"] == "n0"
 
 
@@ -444,3 +448,40 @@ def test_factory_rejects_foreign_args() -> None:
     )
     with pytest.raises(TypeError):
         factory(services)(object(), None)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- upstream's messages
+
+
+@pytest.mark.parametrize(
+    ("setup", "preemptor", "expected"),
+    [
+        # defaultpreemption PodEligibleToPreemptOthers
+        ("full", make_pod("p").priority(100).requests(cpu="3").preemption_policy("Never"),
+         "preemption: not eligible due to preemptionPolicy=Never."),
+        # no node is Unschedulable: every node gets the absent status
+        ("tainted", make_pod("p").priority(100).requests(cpu="3"),
+         "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."),
+        # dry-run statuses count for the nodes tried
+        ("full", make_pod("p").priority(0).requests(cpu="3"),
+         "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."),
+        # still too big with every victim gone: the first failing filter's reason
+        ("full", make_pod("p").priority(100).requests(cpu="5"),
+         "preemption: 0/2 nodes are available: 2 Insufficient cpu."),
+        # found: upstream Preempt's success text
+        ("full", make_pod("p").priority(100).requests(cpu="3"),
+         "preemption: found a potential placement for pod on node n0, preempting 3 victims"),
+    ],
+)  # fmt: skip
+async def test_post_filter_messages_are_upstreams(
+    setup: str, preemptor: Any, expected: str
+) -> None:
+    w = world()
+    if setup == "tainted":
+        for i in range(2):
+            w.cache.update_node(
+                None, make_node(f"n{i}").capacity(cpu="4", pods="110").taint("k").obj()
+            )
+    _, status = w.cycle(preemptor.obj())
+    assert status.message() == expected
+    await asyncio.gather(*w.executor._tasks)
