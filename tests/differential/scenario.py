@@ -139,7 +139,7 @@ def _container(rng: random.Random, name: str, small: bool = False) -> dict[str, 
     return c
 
 
-def _label_selector(rng: random.Random) -> dict[str, Any]:
+def _label_selector(rng: random.Random, allow_empty: bool = True) -> dict[str, Any]:
     r = rng.random()
     if r < 0.6:
         return {"matchLabels": {"app": rng.choice(_APPS)}}
@@ -149,12 +149,16 @@ def _label_selector(rng: random.Random) -> dict[str, Any]:
         }
     if r < 0.93:
         return {"matchExpressions": [{"key": "app", "operator": "Exists"}]}
+    if not allow_empty:
+        return {"matchLabels": {"app": rng.choice(_APPS)}}
     return {}
 
 
-def _affinity_term(rng: random.Random, namespaces: list[str]) -> dict[str, Any]:
+def _affinity_term(
+    rng: random.Random, namespaces: list[str], allow_empty: bool = True
+) -> dict[str, Any]:
     term: dict[str, Any] = {
-        "labelSelector": _label_selector(rng),
+        "labelSelector": _label_selector(rng, allow_empty),
         "topologyKey": rng.choice([HOSTNAME, ZONE, ZONE]),
     }
     r = rng.random()
@@ -222,8 +226,11 @@ def _pod_affinity(rng: random.Random, namespaces: list[str], existing: bool) -> 
             continue
         block: dict[str, Any] = {}
         if rng.random() < 0.5:
+            # an existing pod's required anti-affinity with an empty selector would repel
+            # the label-less sync sentinel as well: keep those selectors non-empty
+            empty_ok = not (existing and kind == "podAntiAffinity")
             block["requiredDuringSchedulingIgnoredDuringExecution"] = [
-                _affinity_term(rng, namespaces)
+                _affinity_term(rng, namespaces, empty_ok)
             ]
         if rng.random() < 0.6 or not block:
             block["preferredDuringSchedulingIgnoredDuringExecution"] = [
