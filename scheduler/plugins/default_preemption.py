@@ -47,6 +47,7 @@ from scheduler.model.pod import PodInfo
 from scheduler.plugins.helpers import QUEUE, SKIP, event
 from scheduler.preemption.evaluator import DryRun, Evaluator, FitCheck, NodeLike
 from scheduler.preemption.executor import PreemptionExecutor
+from scheduler.preemption.victim_policy import VictimPolicy
 
 __all__ = ["MSG_WAITING", "DefaultPreemption", "PreemptionServices", "factory"]
 
@@ -74,6 +75,8 @@ class PreemptionServices:
     pdbs: PDBLister = _no_pdbs
     metrics: SchedulerMetrics | None = None
     rand: Callable[[int], int] = field(default=random.randrange)
+    victim_policy: VictimPolicy | None = None
+    """Operator PreemptionPolicies (scheduler.policy.PolicyStore), if enabled."""
 
 
 class _NoNominations:
@@ -91,7 +94,9 @@ class DefaultPreemption:
         self.handle = handle
         self.services = services
         self.executor = services.executor
-        self.evaluator = Evaluator(args, services.own_schedulers, rand=services.rand)
+        self.evaluator = Evaluator(
+            args, services.own_schedulers, rand=services.rand, policy=services.victim_policy
+        )
         self.sync = args.mode == MODE_SYNC
         self._to_settle: list[asyncio.Task[bool]] = []
 
