@@ -91,10 +91,7 @@ class StatusWriter:
     def mark_all(self) -> None:
         """Leadership was just taken: write every policy's status once."""
         self._written.clear()
-        for name in self._store.in_force():
-            self._dirty.add(name)
-        for name in list(self._transition):
-            self._dirty.add(name)
+        self._dirty.update(self._store.names())
         self._wake.set()
 
     def _body(self, name: str, state: PolicyState) -> dict[str, Any]:

@@ -124,6 +124,10 @@ class PolicyStore:
     def state(self, name: str) -> PolicyState | None:
         return self._states.get(name)
 
+    def names(self) -> list[str]:
+        """Every policy object known, valid or not."""
+        return sorted(self._states)
+
     def in_force(self) -> dict[str, PolicySpec]:
         return dict(self._in_force)
 
