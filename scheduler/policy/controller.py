@@ -148,6 +148,10 @@ class PolicyController:
         self.store.apply(obj)
 
     async def start(self) -> None:
+        kopf_log = logging.getLogger("kopf")
+        if kopf_log.level == logging.NOTSET and not log.isEnabledFor(logging.DEBUG):
+            # kopf logs every handler run at INFO; the store logs what matters
+            kopf_log.setLevel(logging.WARNING)
         settings = self._settings()
         self._tasks = await kopf.spawn_tasks(
             registry=self._registry(settings),

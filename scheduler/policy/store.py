@@ -89,6 +89,7 @@ class PolicyStore:
             state = self._states[name] = PolicyState(name)
             _seed_counters(state, obj.get("status"))
         gen = meta.get("generation")
+        seen_before = state.generation
         state.generation = gen if isinstance(gen, int) else 0
         try:
             spec = parse_policy(obj)
@@ -98,18 +99,20 @@ class PolicyStore:
             state.message = f"invalid: {exc}" + (
                 f"; generation {kept} stays in force" if kept is not None else "; not in force"
             )
-            log.warning(
-                "PreemptionPolicy %s generation %d invalid: %s", name, state.generation, exc
-            )
+            if state.generation != seen_before:
+                log.warning(
+                    "PreemptionPolicy %s generation %d invalid: %s", name, state.generation, exc
+                )
         else:
             changed = self._in_force.get(name) != spec
             self._in_force[name] = spec
-            if changed and self.on_spec_change is not None:
-                self.on_spec_change()
             state.ready = True
             state.in_force_generation = spec.generation
             state.message = "in force"
-            log.info("PreemptionPolicy %s generation %d in force", name, spec.generation)
+            if changed:  # not for the events of our own status writes
+                log.info("PreemptionPolicy %s generation %d in force", name, spec.generation)
+                if self.on_spec_change is not None:
+                    self.on_spec_change()
         self._changed(name)
         return state
 
