@@ -52,6 +52,7 @@ _PATHS = {
     "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings/{name}",
     "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}",
     "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{name}",
+    "CustomResourceDefinition": "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}",
 }
 
 
@@ -104,7 +105,8 @@ def test_helm_install_is_accepted_object_by_object(
     kinds = sorted(o["kind"] for o in objects)
     assert kinds == sorted(
         ["ServiceAccount", "ConfigMap", "ConfigMap", "Service", "Deployment",
-         "PodDisruptionBudget", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"]
+         "PodDisruptionBudget", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding",
+         "CustomResourceDefinition"]
     )  # fmt: skip
     for obj in objects:
         code, stored = _get(cluster, obj["kind"], NS, obj["metadata"]["name"])
@@ -171,6 +173,8 @@ ALLOWED = [
     f"-n {NS} create leases.coordination.k8s.io",
     f"-n {NS} get leases.coordination.k8s.io/{RELEASE}",
     f"-n {NS} update leases.coordination.k8s.io/{RELEASE}",
+    "list preemptionpolicies.scheduling.kas.io", "watch preemptionpolicies.scheduling.kas.io",
+    "patch preemptionpolicies.scheduling.kas.io --subresource=status",
 ]  # fmt: skip
 REFUSED = [
     "get secrets", "list secrets", "watch secrets", f"-n {NS} get secrets",
@@ -184,6 +188,8 @@ REFUSED = [
     "-n kube-system update leases.coordination.k8s.io/kube-scheduler",
     "create serviceaccounts --subresource=token", "create clusterrolebindings.rbac.authorization.k8s.io",
     "impersonate users",
+    "create preemptionpolicies.scheduling.kas.io", "patch preemptionpolicies.scheduling.kas.io",
+    "delete preemptionpolicies.scheduling.kas.io", "update customresourcedefinitions.apiextensions.k8s.io",
 ]  # fmt: skip
 
 

@@ -395,8 +395,11 @@ def test_with_two_replicas_only_the_leader_writes_policy_status(
         wait_observed(cluster, "ha", 1)
         patch_policy(cluster, "ha", {"maxVictimsPerPreemption": 6})
         wait_observed(cluster, "ha", 2)
+        # the shipped example is accepted by the CRD's schema and by the scheduler
+        cluster.kubectl("apply", "-f", str(ROOT / "deploy/examples/preemptionpolicy.yaml"))
+        assert ready(wait_observed(cluster, "prod-preempts-batch", 1))["status"] == "True"
         writes = "scheduler_preemption_policy_status_writes_total"
-        assert leader.metric(writes, result="success") >= 2
+        assert leader.metric(writes, result="success") >= 3
         assert follower.metric(writes) == 0
     finally:
         for r in replicas:
