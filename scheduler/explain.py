@@ -122,6 +122,7 @@ class Explainer:
         pdbs: Callable[[], Sequence[PDBInfo]],
         queue_of: Callable[[str], str | None],
         policy: VictimPolicy | None = None,
+        is_leader: Callable[[], bool] = lambda: True,
     ) -> None:
         self._pod_lookup = pod_lookup
         self._frameworks = frameworks
@@ -131,6 +132,7 @@ class Explainer:
         self._pdbs = pdbs
         self._queue_of = queue_of
         self._policy = policy
+        self._is_leader = is_leader
 
     def explain(self, namespace: str, name: str) -> tuple[int, dict[str, Any]]:
         """(HTTP status, body). 404 for an unknown pod, 409 when it is not a pending pod
@@ -152,6 +154,9 @@ class Explainer:
         body: dict[str, Any] = {
             "pod": key,
             "uid": pod.uid,
+            # a follower schedules nothing: it has no attempts to show (through the
+            # Service the answer may come from one)
+            "leader": self._is_leader(),
             "schedulerName": pod.scheduler_name,
             "priority": pod.priority,
             "queue": self._queue_of(pod.uid),

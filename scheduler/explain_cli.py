@@ -44,6 +44,8 @@ def format_table(body: dict[str, Any]) -> str:
         f"Queue:         {body.get('queue') or '-'}",
         f"Nominated:     {body.get('nominatedNode') or '-'}",
     ]
+    if not body.get("leader", True):
+        out.append("Note:          a follower answered: it makes no attempts; ask the leader")
     if body.get("schedulingGates"):
         out.append(f"Gates:         {', '.join(body['schedulingGates'])}")
     last = body.get("lastAttempt")

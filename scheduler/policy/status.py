@@ -6,7 +6,8 @@ condition (with lastTransitionTime), inForceGeneration and the counters. Writes 
 merge patches of the status subresource, coalesced: a burst of counter changes becomes
 one write per policy per `interval`. A follower that becomes leader writes every policy
 once (its own view). A write that fails is counted (`result` label) and retried at the
-next change or the next interval; a policy deleted meanwhile (NotFound) is dropped.
+next round, after a delay doubling per failed round (at most 10 s); a policy deleted
+meanwhile (NotFound) is dropped.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from scheduler.policy.store import PolicyState, PolicyStore
 __all__ = ["StatusWriter", "status_body"]
 
 log = logging.getLogger(__name__)
+
+MAX_RETRY_DELAY = 10.0
 
 # (path, merge patch) -> None; raises on failure. LookupError-like NotFound is told
 # apart by `is_not_found`.
@@ -75,6 +78,7 @@ class StatusWriter:
         self._wake = asyncio.Event()
         self._written: dict[str, dict[str, Any]] = {}
         self._transition: dict[str, tuple[bool, str]] = {}
+        self._failures = 0
         self.writes = Counter(
             "preemption_policy_status_writes_total",
             "PreemptionPolicy status writes by the leader, by result (success, not_found, error).",
@@ -108,20 +112,25 @@ class StatusWriter:
             if not self._is_leader():
                 continue  # kept dirty: written when (if) this replica leads
             names, self._dirty = sorted(self._dirty), set()
+            failed = False
             for name in names:
-                await self._write(name)
-            # coalesce: changes arriving meanwhile are written together next round
-            await asyncio.sleep(self._interval)
+                failed = not await self._write(name) or failed
+            # coalesce: changes arriving meanwhile are written together next round; a
+            # refusal that persists (RBAC, a webhook) is retried ever more slowly
+            self._failures = self._failures + 1 if failed else 0
+            delay = self._interval * (2 ** min(self._failures, 6)) if failed else self._interval
+            await asyncio.sleep(min(delay, MAX_RETRY_DELAY) if failed else delay)
 
-    async def _write(self, name: str) -> None:
+    async def _write(self, name: str) -> bool:
+        """False when the write failed (it stays dirty)."""
         state = self._store.state(name)
         if state is None:
             self._written.pop(name, None)
             self._transition.pop(name, None)
-            return
+            return True
         body = self._body(name, state)
         if self._written.get(name) == body:
-            return
+            return True
         path = f"/apis/{GROUP}/{VERSION}/{PLURAL}/{name}/status"
         try:
             await self._patch(path, body)
@@ -130,11 +139,12 @@ class StatusWriter:
         except Exception as exc:
             if self._is_not_found(exc):
                 self.writes.labels(result="not_found").inc()
-                return
+                return True
             self.writes.labels(result="error").inc()
             log.warning("PreemptionPolicy %s status write failed: %s", name, exc)
             self._dirty.add(name)  # retried at the next round
             self._wake.set()
-            return
+            return False
         self.writes.labels(result="success").inc()
         self._written[name] = body
+        return True

@@ -32,6 +32,7 @@ from tests.helm_release import (
 )
 from tests.kube import ClusterHandle, pod_manifest, wait_for
 from tests.scheduler_process import SchedulerProcess
+from tests.scheduler_process import write_config as write_scheduler_config
 
 pytestmark = pytest.mark.cluster
 
@@ -429,3 +430,34 @@ def test_the_plain_manifests_are_accepted_by_the_api_server(
         assert code == 200, f"{doc['kind']}/{doc['metadata']['name']}"
     # one replica, no leader election: no Lease Role
     assert "Role" not in {d["kind"] for d in docs}
+
+
+def test_the_service_account_may_run_the_preemption_policy_controller(
+    deployed: tuple[ClusterHandle, Release], tmp_path: Path
+) -> None:
+    """kopf as the chart's ServiceAccount (bearer token, no admin): discovery, the watch
+    and the status patch are all the chart's RBAC allows, and enough. Its own profile
+    and no Lease, so it neither competes with the chart's scheduler nor waits for it."""
+    cluster, release = deployed
+    sched = SchedulerProcess(
+        str(release.write_kubeconfig(tmp_path / "kubeconfig")),
+        write_scheduler_config(tmp_path / "config.yaml", profiles=[{"schedulerName": "sa-pp"}]),
+        tmp_path / "scheduler.log",
+        extra_args=["--preemption-policies"],
+    )
+    sched.start()
+    try:
+        policies = "/apis/scheduling.kas.io/v1alpha1/preemptionpolicies"
+        cluster.api("POST", policies, {
+            "apiVersion": "scheduling.kas.io/v1alpha1", "kind": "PreemptionPolicy",
+            "metadata": {"name": "sa-check"}, "spec": {"maxVictimsPerPreemption": 2},
+        })  # fmt: skip
+
+        def written() -> bool:
+            status = cluster.api("GET", f"{policies}/sa-check").get("status") or {}
+            return status.get("observedGeneration") == 1
+
+        wait_for(written, timeout=30, what=f"status written\n{sched.tail()}")
+        assert "Forbidden" not in sched.log_path.read_text()
+    finally:
+        sched.stop()
