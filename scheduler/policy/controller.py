@@ -126,12 +126,14 @@ class PolicyController:
         registry = kopf.OperatorRegistry()
         kubeconfig = self.kubeconfig
 
+        # both handlers are coroutines: kopf runs plain functions in a thread pool, and
+        # the store must only be touched from this loop
         @kopf.on.login(registry=registry)  # type: ignore[untyped-decorator,misc]
-        def login(**_: Any) -> kopf.ConnectionInfo:
+        async def login(**_: Any) -> kopf.ConnectionInfo:
             return connection_info(kubeconfig, settings)
 
         @kopf.on.event(GROUP, VERSION, PLURAL, registry=registry)  # type: ignore[untyped-decorator,misc]
-        def on_event(event: Mapping[str, Any], **_: Any) -> None:
+        async def on_event(event: Mapping[str, Any], **_: Any) -> None:
             self.handle(event)
 
         return registry

@@ -138,3 +138,19 @@ def test_login_reads_the_kubeconfig_relative_to_its_directory(tmp_path: Path) ->
     (tmp_path / "bad").write_text("apiVersion: v1\n")
     with pytest.raises(kopf.LoginError, match="no current-context"):
         connection_info(str(tmp_path / "bad"), kopf.OperatorSettings())
+
+
+def test_the_handlers_are_coroutines_so_kopf_runs_them_on_this_loop_not_in_threads() -> None:
+    import inspect
+
+    controller = PolicyController(PolicyStore(lambda ns: {}), None)
+    settings = controller._settings()
+    registry = controller._registry(settings)
+    handlers = [
+        *registry._watching.get_all_handlers(),
+        *registry._activities.get_all_handlers(),
+    ]
+    assert len(handlers) == 2
+    assert all(inspect.iscoroutinefunction(h.fn) for h in handlers)
+    assert settings.peering.standalone and not settings.posting.enabled
+    assert settings.scanning.disabled and settings.process.ultimate_exiting_timeout is None
