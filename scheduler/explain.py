@@ -38,6 +38,7 @@ from scheduler.framework.status import Code, Status
 from scheduler.model.pdb import PDBInfo
 from scheduler.model.pod import PodInfo
 from scheduler.preemption.evaluator import DryRun, Evaluator, NodeLike
+from scheduler.preemption.policy_evaluator import new_evaluator
 from scheduler.preemption.victim_policy import VictimPolicy
 
 __all__ = ["EXPLAIN_PATH", "AttemptLog", "Explainer", "NodeVerdict", "http_handler"]
@@ -205,11 +206,8 @@ class Explainer:
         if plugin is None:
             return None
         real: Evaluator = plugin.evaluator
-        evaluator = Evaluator(
-            real.args,
-            real.own_schedulers,
-            rand=lambda n: 0,
-            policy=self._policy,
+        evaluator = new_evaluator(
+            real.args, real.own_schedulers, rand=lambda n: 0, policy=self._policy
         )
         nominator = self._nominator
 

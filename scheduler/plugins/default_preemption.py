@@ -45,8 +45,9 @@ from scheduler.metrics import SchedulerMetrics
 from scheduler.model.pdb import PDBInfo
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.helpers import QUEUE, SKIP, event
-from scheduler.preemption.evaluator import DryRun, Evaluator, FitCheck, NodeLike
+from scheduler.preemption.evaluator import DryRun, FitCheck, NodeLike
 from scheduler.preemption.executor import PreemptionExecutor
+from scheduler.preemption.policy_evaluator import new_evaluator
 from scheduler.preemption.victim_policy import VictimPolicy
 
 __all__ = ["MSG_WAITING", "DefaultPreemption", "PreemptionServices", "factory"]
@@ -94,7 +95,7 @@ class DefaultPreemption:
         self.handle = handle
         self.services = services
         self.executor = services.executor
-        self.evaluator = Evaluator(
+        self.evaluator = new_evaluator(
             args, services.own_schedulers, rand=services.rand, policy=services.victim_policy
         )
         self.sync = args.mode == MODE_SYNC

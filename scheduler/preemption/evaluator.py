@@ -32,14 +32,13 @@ import logging
 import math
 import random
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from scheduler.config.args import SCOPE_ALL, DefaultPreemptionArgs
 from scheduler.framework.status import Code, Status
 from scheduler.model.pdb import PDBInfo
 from scheduler.model.pod import PREEMPT_NEVER, PodInfo
-from scheduler.preemption.victim_policy import VictimPolicy, VictimRules
 
 __all__ = [
     "Candidate",
@@ -341,17 +340,20 @@ class Evaluator:
         own_schedulers: Collection[str],
         *,
         rand: Callable[[int], int] = random.randrange,
-        policy: VictimPolicy | None = None,
     ) -> None:
         self.args = args
         self.own_schedulers = frozenset(own_schedulers)
         self._all_victims = args.victim_scope == SCOPE_ALL
         self._rand = rand
-        self.policy = policy  # operator PreemptionPolicies (scheduler.policy), if any
 
     def may_evict(self, pod: PodInfo) -> bool:
         """The victim scope; priority is checked separately."""
         return self._all_victims or pod.scheduler_name in self.own_schedulers
+
+    def node_refusal(self, victims: Sequence[PodInfo]) -> Status | None:
+        """A hook: a Status when a node's victims are refused as a whole (a cap on their
+        number), making the node no candidate. None here: nothing is refused."""
+        return None
 
     def evaluate(
         self,
@@ -366,32 +368,6 @@ class Evaluator:
     ) -> Evaluation:
         """Decide a preemption for `preemptor`, which failed Filter with `diagnosis`
         (node name -> status, in Filter order) on the snapshot `nodes`."""
-        rules = self.policy.rules_for(preemptor) if self.policy is not None else None
-        if rules is None:
-            return self._evaluate(
-                preemptor, diagnosis, nodes, nominator, pdbs, fit, nominated_node, None
-            )
-        evaluation = self._evaluate(
-            preemptor, diagnosis, nodes, nominator, pdbs, fit, nominated_node, rules
-        )
-        return _apply_policy_outcome(evaluation, preemptor, rules, self.policy)
-
-    def _may_evict_under(self, rules: VictimRules | None) -> Callable[[PodInfo], bool]:
-        if rules is None:
-            return self.may_evict
-        return lambda pod: self.may_evict(pod) and rules.refusal(pod) is None
-
-    def _evaluate(
-        self,
-        preemptor: PodInfo,
-        diagnosis: Mapping[str, Status],
-        nodes: NodeLookup,
-        nominator: NominatedPods,
-        pdbs: Sequence[PDBInfo],
-        fit: FitCheck,
-        nominated_node: str,
-        rules: VictimRules | None,
-    ) -> Evaluation:
         ok, why = eligible_to_preempt(preemptor, nominated_node, nodes, diagnosis)
         if not ok:
             log.debug("preemption not eligible pod=%s reason=%s", preemptor.key, why)
@@ -420,15 +396,16 @@ class Evaluator:
         statuses: dict[str, Status] = {}
         errors: list[Status] = []
         checked = 0
-        may_evict = self._may_evict_under(rules)
         for i in range(n):
             node = potential[(offset + i) % n]
             checked += 1
             try:
-                victims, violations, status = select_victims(preemptor, node, pdbs, fit, may_evict)
-                over_cap = rules.over_cap(len(victims)) if rules is not None and status.ok else None
-                if over_cap is not None:
-                    victims, violations, status = [], 0, Status.unschedulable(over_cap)
+                victims, violations, status = select_victims(
+                    preemptor, node, pdbs, fit, self.may_evict
+                )
+                refusal = self.node_refusal(victims) if status.ok else None
+                if refusal is not None:  # an operator policy (preemption.policy_evaluator)
+                    victims, violations, status = [], 0, refusal
             except DryRunError as exc:
                 victims, violations, status = [], 0, Status(Code.ERROR, (str(exc),))
             except Exception as exc:  # a broken plugin on one node must not end the search
@@ -487,19 +464,3 @@ class Evaluator:
             node_statuses=statuses,
             nodes_checked=checked,
         )
-
-
-def _apply_policy_outcome(
-    evaluation: Evaluation, preemptor: PodInfo, rules: VictimRules, policy: VictimPolicy | None
-) -> Evaluation:
-    """Report the outcome to the policies; a failed preemption's message names the
-    policies that refused victims (FailedScheduling carries it)."""
-    decision = evaluation.decision
-    if policy is not None:
-        policy.record(preemptor, rules, decision.victims if decision is not None else None)
-    summary = rules.refusal_summary()
-    if decision is not None or not summary or evaluation.status.ok:
-        return evaluation
-    st = evaluation.status
-    message = f"{st.message()}; {summary}" if st.message() else summary
-    return replace(evaluation, status=Status(st.code, (message,), st.plugin, st.error))

@@ -15,7 +15,7 @@ from scheduler.framework.status import Status
 from scheduler.model.pod import PodInfo
 from scheduler.policy.spec import PolicyError, parse_policy
 from scheduler.policy.store import PolicyStore
-from scheduler.preemption.evaluator import Evaluator
+from scheduler.preemption.policy_evaluator import PolicyEvaluator
 from scheduler.preemption.testing import MemoryNominator, ResourceFit
 
 NOW = dt.datetime(2024, 1, 1, 0, 10, tzinfo=dt.UTC).timestamp()
@@ -51,7 +51,7 @@ def evaluate(s: PolicyStore, pods: list[PodInfo], pre: PodInfo | None = None) ->
     view = NodeView(make_node("n1").capacity(cpu="4", pods="110").obj())
     for p in pods:
         view.add_pod(p)
-    ev = Evaluator(DefaultPreemptionArgs(), {"default-scheduler"}, rand=lambda n: 0, policy=s)
+    ev = PolicyEvaluator(DefaultPreemptionArgs(), {"default-scheduler"}, s, rand=lambda n: 0)
     nominator = MemoryNominator()
     return ev.evaluate(
         pre or preemptor(),
@@ -169,7 +169,7 @@ def test_victim_selectors_priority_class_and_floor() -> None:
 
 def test_a_dry_run_records_nothing() -> None:
     s = store(policy("guard", protectedNamespaces=["batch"]))
-    ev = Evaluator(DefaultPreemptionArgs(), {"default-scheduler"}, policy=s.dry_run())
+    ev = PolicyEvaluator(DefaultPreemptionArgs(), {"default-scheduler"}, s.dry_run())
     view = NodeView(make_node("n1").capacity(cpu="4", pods="110").obj())
     view.add_pod(victim("a", cpu="4"))
     nominator = MemoryNominator()
