@@ -401,6 +401,13 @@ def test_with_two_replicas_only_the_leader_writes_policy_status(
         writes = "scheduler_preemption_policy_status_writes_total"
         assert leader.metric(writes, result="success") >= 3
         assert follower.metric(writes) == 0
+        # the leader leaves (its Lease is released): the new leader writes from now on
+        leader.stop()
+        wait_for(lambda: follower.metric("scheduler_leader_election_is_leader") == 1,
+                 what="the follower leading")  # fmt: skip
+        patch_policy(cluster, "ha", {"maxVictimsPerPreemption": 7})
+        wait_observed(cluster, "ha", 3)
+        assert follower.metric(writes, result="success") >= 1
     finally:
         for r in replicas:
             r.stop()
