@@ -44,6 +44,8 @@ from scheduler.config import (
 )
 from scheduler.config import names as plugin_names
 from scheduler.eventhandlers import NodeEventHandler, PodEventHandler, raw_pod_summary
+from scheduler.explain import EXPLAIN_PATH, AttemptLog, Explainer
+from scheduler.explain import http_handler as explain_http_handler
 from scheduler.framework.handle import Handle, InMemoryListers
 from scheduler.framework.registry import Registry
 from scheduler.framework.runtime import Framework
@@ -66,6 +68,7 @@ from scheduler.model.pdb import PDBInfo, pdb_from_dict
 from scheduler.plugins import default_preemption
 from scheduler.plugins.default_preemption import PreemptionServices
 from scheduler.plugins.registry import in_tree_registry
+from scheduler.policy.runtime import PolicyRuntime
 from scheduler.preemption import ExecutorSettings, PreemptionExecutor
 from scheduler.queue import SchedulingQueue
 from scheduler.server import HealthServer
@@ -107,6 +110,7 @@ class RunOptions:
     identity: str = ""
     event_buffer_size: int = 1000
     """events held for the API server before a burst makes the recorder drop (counted)."""
+    preemption_policies: bool = False  # reconcile PreemptionPolicy objects (scheduler.policy)
 
 
 class _ListerFeed:
@@ -209,12 +213,16 @@ class SchedulerApp:
                 retry_max=float(cfg.pod_max_backoff_seconds),
             ),
         )
+        self.policies: PolicyRuntime | None = None
+        if options.preemption_policies:
+            self.policies = self._policy_runtime(cfg, options)
         services = PreemptionServices(
             executor=self.executor,
             own_schedulers=frozenset(names),
             pod_lookup=self.cache.get_pod,
             pdbs=self.pdb_informer.list,
             metrics=m,
+            victim_policy=self.policies.store if self.policies is not None else None,
         )
         registry = in_tree_registry().merge(
             Registry({plugin_names.DEFAULT_PREEMPTION: default_preemption.factory(services)})
@@ -283,6 +291,20 @@ class SchedulerApp:
             is_pending=self._is_pending,
         )
         self.server = HealthServer(m.registry, host=options.bind_address, port=options.port)
+        self.attempts = AttemptLog()
+        self.loop.on_unschedulable = self.attempts.record
+        self.explainer = Explainer(
+            pod_lookup=self.pod_informer.get,
+            frameworks=self.frameworks,
+            cache=self.cache,
+            nominator=self.nominator,
+            attempts=self.attempts,
+            pdbs=self.pdb_informer.list,
+            queue_of=self.queue.where,
+            policy=self.policies.store.dry_run() if self.policies is not None else None,
+            is_leader=lambda: self.elector is None or self._leading.is_set(),
+        )
+        self.server.add_get(EXPLAIN_PATH, explain_http_handler(self.explainer))
         self.server.add_readiness_check("sched-handler-sync", self._synced_check)
         self.server.add_health_check("background-tasks", self.tasks.healthz)
         le = cfg.leader_election
@@ -308,6 +330,28 @@ class SchedulerApp:
         self._leading = asyncio.Event()
         self._lost_lease = False
         self._stop = asyncio.Event()
+
+    def _policy_runtime(self, cfg: SchedulerConfiguration, options: RunOptions) -> PolicyRuntime:
+        def ns_labels(name: str) -> Any:
+            ns = self.listers.get_namespace(name)
+            return ns.labels if ns is not None else None
+
+        def requeue_waiting() -> None:
+            # the rules changed: every waiting pod gets a fresh attempt now (rare: a
+            # policy created, changed or deleted)
+            self.queue.activate([i.pod for i, where in self.queue.pending_pods()])
+
+        return PolicyRuntime(
+            self.dispatcher,
+            ns_labels,
+            kubeconfig=options.kubeconfig or cfg.client_connection.kubeconfig or None,
+            is_leader=lambda: (
+                (not self.leader_elect or self._leading.is_set()) and not self._lost_lease
+            ),
+            requeue_waiting=requeue_waiting,
+            on_stop_signal=self.request_stop,
+            registry=self.metrics.registry,
+        )
 
     # ------------------------------------------------------------------ callbacks
     async def _bind(self, pod: PodInfo, node: str) -> None:
@@ -351,6 +395,8 @@ class SchedulerApp:
         log.info("became leader identity=%s", self.identity)
         self.metrics.leader.set(1)
         self._leading.set()
+        if self.policies is not None:
+            self.policies.started_leading()
 
     def _stopped_leading(self) -> None:
         self.metrics.leader.set(0)
@@ -378,6 +424,8 @@ class SchedulerApp:
         guard.watch(self.events.start())
         await self.server.start()
         log.info("serving health and metrics on %s", self.server.url)
+        if self.policies is not None:
+            await self.policies.start()
         stop_wait: asyncio.Future[Any] = asyncio.create_task(self._stop.wait())
         synced: asyncio.Future[Any] = asyncio.ensure_future(
             asyncio.gather(*(i.wait_synced() for i in informers))
@@ -432,6 +480,8 @@ class SchedulerApp:
         await self.status_writer.drain(SHUTDOWN_GRACE)
         await self.dispatcher.drain(SHUTDOWN_GRACE)
         await self.events.stop(2.0)
+        if self.policies is not None:
+            await self.policies.stop()
         if self.elector is not None:
             self.elector.stop()
         tasks = self.tasks.tasks
@@ -519,5 +569,6 @@ def run_scheduler(args: argparse.Namespace) -> int:
         bind_address=args.bind_address,
         port=args.port,
         leader_elect=args.leader_elect,
+        preemption_policies=bool(getattr(args, "preemption_policies", False)),
     )
     return asyncio.run(_amain(cfg, options))

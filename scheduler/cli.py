@@ -164,6 +164,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     le.add_argument("--no-leader-elect", dest="leader_elect", action="store_false")
     run.add_argument(
+        "--preemption-policies",
+        action="store_true",
+        help="reconcile PreemptionPolicy objects (scheduling.kas.io; the CRD must be installed)",
+    )
+    run.add_argument(
         "--write-config-to", help="write the effective configuration to this file and exit"
     )
     run.add_argument("-v", "--v", dest="verbosity", type=int, default=2, help="log verbosity 0-5")
@@ -183,6 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--keep", action="store_true", help="leave the cluster running afterwards")
     demo.add_argument("-v", "--v", dest="verbosity", type=int, default=1)
     demo.set_defaults(func=_demo)
+
+    from scheduler.explain_cli import add_parser as add_explain
+
+    add_explain(sub)
 
     cl = sub.add_parser(
         "cluster", help="a local control plane: etcd, kube-apiserver, controller manager, kwok"

@@ -101,6 +101,8 @@ class SchedulingLoop:
         # is the pod (by the informer's view) still pending and ours? guards requeues of
         # pods that were deleted or bound elsewhere while their cycle ran
         self._is_pending = is_pending or (lambda pod: True)
+        # told of every FitError after PostFilter (explain keeps the last attempt)
+        self.on_unschedulable: Callable[[PodInfo, FitError, str | None], None] | None = None
         self.cycles = 0
         self._settlers = [
             p.settle
@@ -277,6 +279,8 @@ class SchedulingLoop:
                 # next informer update would bring it back
                 nominated = ""
         message = fit.message()
+        if self.on_unschedulable is not None:
+            self.on_unschedulable(pod, fit, nominated)
         rejectors = set(fit.diagnosis.unschedulable_plugins)
         self._failure(
             fwk,

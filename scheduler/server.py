@@ -23,11 +23,12 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 
-__all__ = ["Check", "HealthServer"]
+__all__ = ["Check", "Handler", "HealthServer"]
 
 log = logging.getLogger(__name__)
 
 Check = Callable[[], str | None]
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class HealthServer:
@@ -46,6 +47,7 @@ class HealthServer:
         self._shutting_down = False
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
+        self._routes: list[tuple[str, Handler]] = []
 
     # ---- checks --------------------------------------------------------------------
     def add_health_check(self, name: str, check: Check) -> None:
@@ -60,6 +62,12 @@ class HealthServer:
         if name in self._health or name in self._ready or name == "shutdown":
             raise ValueError(f"a check named {name!r} is already registered")
         table[name] = check
+
+    def add_get(self, path: str, handler: Handler) -> None:
+        """An extra read-only endpoint (explain); before start()."""
+        if self._runner is not None:
+            raise RuntimeError("routes must be added before start()")
+        self._routes.append((path, handler))
 
     def begin_shutdown(self) -> None:
         """From now on /readyz fails with "shutdown"."""
@@ -93,6 +101,8 @@ class HealthServer:
         app.router.add_get("/healthz", self._endpoint("healthz", self._health_checks))
         app.router.add_get("/livez", self._endpoint("livez", self._health_checks))
         app.router.add_get("/readyz", self._endpoint("readyz", self._ready_checks))
+        for path, handler in self._routes:
+            app.router.add_get(path, handler)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
         site = web.TCPSite(runner, self.host, self._requested_port)

@@ -162,6 +162,7 @@ class PodInfo:
     pvc_names: tuple[str, ...] = ()
     owner_refs: tuple[OwnerRef, ...] = ()
     conditions: tuple[PodCondition, ...] = ()
+    priority_class_name: str = ""  # spec.priorityClassName (PreemptionPolicy matches on it)
 
     @property
     def key(self) -> str:
@@ -595,6 +596,7 @@ def _pod_from_dict(
         name=name,
         priority=_int(spec.get("priority"), "spec.priority", 0),
         preemption_policy=policy,
+        priority_class_name=str(spec.get("priorityClassName") or ""),
         scheduler_name=str(spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME),
         node_name=str(spec.get("nodeName") or ""),
         phase=str(status.get("phase") or "Pending"),

@@ -45,8 +45,10 @@ from scheduler.metrics import SchedulerMetrics
 from scheduler.model.pdb import PDBInfo
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.helpers import QUEUE, SKIP, event
-from scheduler.preemption.evaluator import DryRun, Evaluator, FitCheck, NodeLike
+from scheduler.preemption.evaluator import DryRun, FitCheck, NodeLike
 from scheduler.preemption.executor import PreemptionExecutor
+from scheduler.preemption.policy_evaluator import new_evaluator
+from scheduler.preemption.victim_policy import VictimPolicy
 
 __all__ = ["MSG_WAITING", "DefaultPreemption", "PreemptionServices", "factory"]
 
@@ -74,6 +76,8 @@ class PreemptionServices:
     pdbs: PDBLister = _no_pdbs
     metrics: SchedulerMetrics | None = None
     rand: Callable[[int], int] = field(default=random.randrange)
+    victim_policy: VictimPolicy | None = None
+    """Operator PreemptionPolicies (scheduler.policy.PolicyStore), if enabled."""
 
 
 def _prefixed(status: Status, plugin: str) -> Status:
@@ -99,7 +103,9 @@ class DefaultPreemption:
         self.handle = handle
         self.services = services
         self.executor = services.executor
-        self.evaluator = Evaluator(args, services.own_schedulers, rand=services.rand)
+        self.evaluator = new_evaluator(
+            args, services.own_schedulers, rand=services.rand, policy=services.victim_policy
+        )
         self.sync = args.mode == MODE_SYNC
         self._to_settle: list[asyncio.Task[bool]] = []
 

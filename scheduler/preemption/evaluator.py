@@ -361,6 +361,11 @@ class Evaluator:
         """The victim scope; priority is checked separately."""
         return self._all_victims or pod.scheduler_name in self.own_schedulers
 
+    def node_refusal(self, victims: Sequence[PodInfo]) -> Status | None:
+        """A hook: a Status when a node's victims are refused as a whole (a cap on their
+        number), making the node no candidate. None here: nothing is refused."""
+        return None
+
     def evaluate(
         self,
         preemptor: PodInfo,
@@ -413,6 +418,9 @@ class Evaluator:
                 victims, violations, status = select_victims(
                     preemptor, node, pdbs, fit, self.may_evict
                 )
+                refusal = self.node_refusal(victims) if status.ok else None
+                if refusal is not None:  # an operator policy (preemption.policy_evaluator)
+                    victims, violations, status = [], 0, refusal
             except DryRunError as exc:
                 victims, violations, status = [], 0, Status(Code.ERROR, (str(exc),))
             except Exception as exc:  # a broken plugin on one node must not end the search

@@ -32,6 +32,7 @@ from tests.helm_release import (
 )
 from tests.kube import ClusterHandle, pod_manifest, wait_for
 from tests.scheduler_process import SchedulerProcess
+from tests.scheduler_process import write_config as write_scheduler_config
 
 pytestmark = pytest.mark.cluster
 
@@ -52,6 +53,7 @@ _PATHS = {
     "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings/{name}",
     "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}",
     "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{name}",
+    "CustomResourceDefinition": "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}",
 }
 
 
@@ -104,7 +106,8 @@ def test_helm_install_is_accepted_object_by_object(
     kinds = sorted(o["kind"] for o in objects)
     assert kinds == sorted(
         ["ServiceAccount", "ConfigMap", "ConfigMap", "Service", "Deployment",
-         "PodDisruptionBudget", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"]
+         "PodDisruptionBudget", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding",
+         "CustomResourceDefinition"]
     )  # fmt: skip
     for obj in objects:
         code, stored = _get(cluster, obj["kind"], NS, obj["metadata"]["name"])
@@ -171,6 +174,8 @@ ALLOWED = [
     f"-n {NS} create leases.coordination.k8s.io",
     f"-n {NS} get leases.coordination.k8s.io/{RELEASE}",
     f"-n {NS} update leases.coordination.k8s.io/{RELEASE}",
+    "list preemptionpolicies.scheduling.kas.io", "watch preemptionpolicies.scheduling.kas.io",
+    "patch preemptionpolicies.scheduling.kas.io --subresource=status",
 ]  # fmt: skip
 REFUSED = [
     "get secrets", "list secrets", "watch secrets", f"-n {NS} get secrets",
@@ -184,6 +189,8 @@ REFUSED = [
     "-n kube-system update leases.coordination.k8s.io/kube-scheduler",
     "create serviceaccounts --subresource=token", "create clusterrolebindings.rbac.authorization.k8s.io",
     "impersonate users",
+    "create preemptionpolicies.scheduling.kas.io", "patch preemptionpolicies.scheduling.kas.io",
+    "delete preemptionpolicies.scheduling.kas.io", "update customresourcedefinitions.apiextensions.k8s.io",
 ]  # fmt: skip
 
 
@@ -423,3 +430,34 @@ def test_the_plain_manifests_are_accepted_by_the_api_server(
         assert code == 200, f"{doc['kind']}/{doc['metadata']['name']}"
     # one replica, no leader election: no Lease Role
     assert "Role" not in {d["kind"] for d in docs}
+
+
+def test_the_service_account_may_run_the_preemption_policy_controller(
+    deployed: tuple[ClusterHandle, Release], tmp_path: Path
+) -> None:
+    """kopf as the chart's ServiceAccount (bearer token, no admin): discovery, the watch
+    and the status patch are all the chart's RBAC allows, and enough. Its own profile
+    and no Lease, so it neither competes with the chart's scheduler nor waits for it."""
+    cluster, release = deployed
+    sched = SchedulerProcess(
+        str(release.write_kubeconfig(tmp_path / "kubeconfig")),
+        write_scheduler_config(tmp_path / "config.yaml", profiles=[{"schedulerName": "sa-pp"}]),
+        tmp_path / "scheduler.log",
+        extra_args=["--preemption-policies"],
+    )
+    sched.start()
+    try:
+        policies = "/apis/scheduling.kas.io/v1alpha1/preemptionpolicies"
+        cluster.api("POST", policies, {
+            "apiVersion": "scheduling.kas.io/v1alpha1", "kind": "PreemptionPolicy",
+            "metadata": {"name": "sa-check"}, "spec": {"maxVictimsPerPreemption": 2},
+        })  # fmt: skip
+
+        def written() -> bool:
+            status = cluster.api("GET", f"{policies}/sa-check").get("status") or {}
+            return status.get("observedGeneration") == 1
+
+        wait_for(written, timeout=30, what=f"status written\n{sched.tail()}")
+        assert "Forbidden" not in sched.log_path.read_text()
+    finally:
+        sched.stop()

@@ -70,8 +70,9 @@ def test_manifests_are_self_contained() -> None:
             "labels": {"app.kubernetes.io/part-of": "kube-async-scheduler"},
         },
     }
+    cluster_scoped = ("ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition")
     for obj in d[1:]:
-        if obj["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
+        if obj["kind"] not in cluster_scoped:
             assert obj["metadata"]["namespace"] == NAMESPACE, obj["kind"]
     names = {(o["kind"], o["metadata"]["name"]) for o in d}
     assert ("Deployment", "kube-async-scheduler") in names

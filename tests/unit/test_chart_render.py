@@ -136,10 +136,11 @@ def test_defaults_render_the_expected_objects(tmp_path: Path) -> None:
             "ClusterRoleBinding",
             "Service",
             "Deployment",
+            "CustomResourceDefinition",
         ]
     )
     for d in docs:
-        if d["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
+        if d["kind"] not in ("ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"):
             assert d["metadata"]["namespace"] == NAMESPACE, d["kind"]
 
 
@@ -493,6 +494,8 @@ EXPECTED_CLUSTER_RULES = {
     ("", "replicationcontrollers"): {"get", "list", "watch"},
     ("apps", "replicasets"): {"get", "list", "watch"},
     ("apps", "statefulsets"): {"get", "list", "watch"},
+    ("scheduling.kas.io", "preemptionpolicies"): {"get", "list", "watch"},
+    ("scheduling.kas.io", "preemptionpolicies/status"): {"patch"},
 }
 
 
@@ -733,3 +736,21 @@ def test_scheduler_loads_the_rendered_config(tmp_path: Path, sets: tuple[str, ..
     assert proc.returncode == 0, proc.stderr
     effective = yaml.safe_load(out.read_text())
     assert [p["schedulerName"] for p in effective["profiles"]] == ["kube-async-scheduler"]
+
+
+# --- PreemptionPolicy -------------------------------------------------------------------
+
+
+def test_preemption_policies_crd_rbac_and_flag_follow_one_value(tmp_path: Path) -> None:
+    docs = render(tmp_path)
+    crd = one(docs, "CustomResourceDefinition")
+    assert crd["metadata"]["name"] == "preemptionpolicies.scheduling.kas.io"
+    assert "--preemption-policies" in container(docs)["args"]
+    off = render(tmp_path, None, "preemptionPolicies.enabled=false")
+    assert "CustomResourceDefinition" not in kinds(off)
+    assert "--preemption-policies" not in container(off)["args"]
+    groups = {g for r in one(off, "ClusterRole")["rules"] for g in r["apiGroups"]}
+    assert "scheduling.kas.io" not in groups
+    kept = render(tmp_path, None, "preemptionPolicies.installCRD=false")
+    assert "CustomResourceDefinition" not in kinds(kept)
+    assert "--preemption-policies" in container(kept)["args"]
