@@ -222,6 +222,7 @@ class Explainer:
             self._pdbs(),
             fit_check,
             nominated_node=nominated,
+            num_all_nodes=snapshot.num_nodes,
         )
         rules = self._policy.rules_for(pod) if self._policy is not None else None
         policies = list(rules.policies) if rules is not None else []
