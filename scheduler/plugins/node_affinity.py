@@ -30,6 +30,8 @@ from scheduler.plugins.helpers import QUEUE, SKIP, default_normalize, event
 
 REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
+# every required term pins metadata.name, and the pinned sets leave no node
+REASON_CONFLICT = "pod affinity terms conflict"
 _PRESCORE_KEY = "PreScore" + names.NODE_AFFINITY
 
 
@@ -57,6 +59,8 @@ class NodeAffinity:
             return None, Status(Code.SKIP)
         if pod.required_node_affinity is not None:
             pinned = pod.required_node_affinity.node_names()
+            if pinned is not None and not pinned:
+                return None, Status.unresolvable(REASON_CONFLICT, plugin=self.name)
             if pinned is not None:
                 return PreFilterResult(pinned), Status.success()
         return None, Status.success()

@@ -300,3 +300,24 @@ def test_resource_claims_are_read_and_refused() -> None:
         "implement dynamic resource allocation"
     )
     assert info.requests["cpu"] == 1000
+
+
+def test_required_terms_pinning_disjoint_node_names_conflict() -> None:
+    from builders import make_framework
+
+    from scheduler.framework.cycle_state import CycleState
+
+    def pin(*names: str) -> dict[str, Any]:
+        return {"key": "metadata.name", "operator": "In", "values": list(names)}
+
+    fw = make_framework()
+    snap = make_snapshot([make_node("a"), make_node("b")])
+    # one term pins a AND b (no node is both): upstream's NodeAffinity PreFilter
+    conflict = make_pod("p").node_affinity_term([], [pin("a"), pin("b")]).obj()
+    result, st = fw.run_pre_filter(CycleState(), conflict, snap)
+    assert st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert st.reasons == ("pod affinity terms conflict",)
+    assert st.plugin == "NodeAffinity"
+    ok = make_pod("q").node_affinity_term([], [pin("a")]).node_affinity_term([], [pin("b")]).obj()
+    result, st = fw.run_pre_filter(CycleState(), ok, snap)
+    assert st.ok and result is not None and set(result.node_names) == {"a", "b"}
