@@ -18,8 +18,10 @@ The rule, per resource:
   pod-level resize is in flight); other resources keep the container aggregate;
 - spec.overhead is added last.
 
-Amounts stay exact (Fraction) until the end and are then rounded up to the unit the
-scheduler counts in (cpu in millicores), as upstream rounds the summed Quantity.
+Amounts are kept exact as integer nano-units (resource.ParseQuantity rounds every
+quantity up to 10^-9, so integers in that unit are exact and sums are plain int
+additions) until the end, then rounded up to the unit the scheduler counts in (cpu in
+millicores) as upstream rounds the summed Quantity (MilliValue / Value).
 
 Non-zero requests (scoring): each container's missing cpu/memory counts as 100m/200Mi
 before aggregation. For an assigned pod (upstream PodInfo.CalculateResource) the
@@ -29,6 +31,7 @@ requests are set; otherwise both apply.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -40,16 +43,17 @@ from scheduler.model.quantity import CPU, MEMORY, parse_quantity
 # upstream schedutil.DefaultMilliCPURequest / DefaultMemoryRequest, used for scoring only
 DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+NANO = 10**9
 _NON_MISSING = {
-    CPU: Fraction(DEFAULT_MILLI_CPU_REQUEST, 1000),
-    MEMORY: Fraction(DEFAULT_MEMORY_REQUEST),
+    CPU: DEFAULT_MILLI_CPU_REQUEST * NANO // 1000,
+    MEMORY: DEFAULT_MEMORY_REQUEST * NANO,
 }
 
 HUGEPAGES_PREFIX = "hugepages-"
 CONDITION_RESIZE_PENDING = "PodResizePending"
 REASON_INFEASIBLE = "Infeasible"
 
-Exact = dict[str, Fraction]
+Exact = dict[str, int]  # resource -> amount in nano-units
 
 
 def is_pod_level_resource(name: str) -> bool:
@@ -80,6 +84,20 @@ class PodResourceInputs:
     resize_infeasible: bool
 
     @property
+    def has_resize_status(self) -> bool:
+        """Any allocated/actuated amounts reported, or an Infeasible resize (which
+        drops the spec): only then can the count differ from the spec."""
+        return (
+            self.resize_infeasible
+            or self.status_allocated is not None
+            or self.status_actuated is not None
+            or any(
+                c.allocated is not None or c.actuated is not None
+                for c in (*self.containers, *self.init_containers)
+            )
+        )
+
+    @property
     def pod_level_requests_set(self) -> bool:
         """upstream IsPodLevelRequestsSet."""
         return self.pod_level is not None and any(is_pod_level_resource(r) for r in self.pod_level)
@@ -92,25 +110,25 @@ class PodRequests:
     non_zero_memory: int
 
 
-def _add(into: Exact, other: Mapping[str, Fraction] | None) -> None:
+def _add(into: Exact, other: Mapping[str, int] | None) -> None:
     for k, v in (other or {}).items():
-        into[k] = into.get(k, Fraction(0)) + v
+        into[k] = into.get(k, 0) + v
 
 
-def _max_into(into: Exact, other: Mapping[str, Fraction] | None) -> None:
+def _max_into(into: Exact, other: Mapping[str, int] | None) -> None:
     for k, v in (other or {}).items():
         if k not in into or v > into[k]:
             into[k] = v
 
 
-def _max(first: Mapping[str, Fraction] | None, *rest: Mapping[str, Fraction] | None) -> Exact:
+def _max(first: Mapping[str, int] | None, *rest: Mapping[str, int] | None) -> Exact:
     out: Exact = dict(first or {})
     for r in rest:
         _max_into(out, r)
     return out
 
 
-def _with_defaults(reqs: Mapping[str, Fraction] | None, defaults: Mapping[str, Fraction]) -> Exact:
+def _with_defaults(reqs: Mapping[str, int] | None, defaults: Mapping[str, int]) -> Exact:
     """upstream applyNonMissing: a default for each resource the container lacks."""
     out: Exact = dict(reqs or {})
     for k, v in defaults.items():
@@ -137,7 +155,7 @@ def _actuated(c: ContainerResources, infeasible: bool) -> Exact | None:
     return None if infeasible else c.spec
 
 
-def _aggregate(pod: PodResourceInputs, pick: Any, defaults: Mapping[str, Fraction] | None) -> Exact:
+def _aggregate(pod: PodResourceInputs, pick: Any, defaults: Mapping[str, int] | None) -> Exact:
     """upstream aggregateContainerResourcesByFn."""
     infeasible = pod.resize_infeasible
     result: Exact = {}
@@ -162,20 +180,30 @@ def _aggregate(pod: PodResourceInputs, pick: Any, defaults: Mapping[str, Fractio
     return result
 
 
-def exact_pod_requests(
-    pod: PodResourceInputs, defaults: Mapping[str, Fraction] | None = None
+def _resized(
+    pod: PodResourceInputs, spec: Exact, allocated: Exact | None, actuated: Exact | None
 ) -> Exact:
+    if pod.resize_infeasible:
+        return _max(actuated, allocated)
+    return _max(spec, actuated, allocated)
+
+
+def exact_pod_requests(pod: PodResourceInputs, defaults: Mapping[str, int] | None = None) -> Exact:
     """upstream PodRequests with UseStatusResources and
     InPlacePodLevelResourcesVerticalScalingEnabled (both on in v1.37.2)."""
     spec = _aggregate(pod, _spec, defaults)
-    if pod.status_allocated is not None and pod.status_actuated is not None:
+    if not pod.has_resize_status:
+        # nothing allocated or actuated is reported: both read the spec, the max is it
+        reqs = spec
+    elif pod.status_allocated is not None and pod.status_actuated is not None:
         allocated, actuated = pod.status_allocated, pod.status_actuated
+        reqs = _resized(pod, spec, pod.status_allocated, pod.status_actuated)
     else:
         allocated = _aggregate(pod, _allocated, defaults)
         actuated = _aggregate(pod, _actuated, defaults)
-    reqs = _max(actuated, allocated) if pod.resize_infeasible else _max(spec, actuated, allocated)
+        reqs = _resized(pod, spec, allocated, actuated)
     if pod.pod_level_requests_set:
-        effective: Mapping[str, Fraction] = pod.pod_level or {}
+        effective: Mapping[str, int] = pod.pod_level or {}
         if pod.status_resources_set:
             effective = _max(
                 None if pod.resize_infeasible else pod.pod_level,
@@ -189,13 +217,14 @@ def exact_pod_requests(
     return reqs
 
 
-def _ceil(value: Fraction) -> int:
-    return -((-value.numerator) // value.denominator)
+def _away_from_zero(value: int, unit: int) -> int:
+    return -((-value) // unit) if value >= 0 else value // unit
 
 
-def to_units(name: str, amount: Fraction) -> int:
-    """Quantity.MilliValue() for cpu, Value() for everything else (both round up)."""
-    return _ceil(amount * 1000) if name == CPU else _ceil(amount)
+def to_units(name: str, nanos: int) -> int:
+    """Quantity.MilliValue() for cpu, Value() for everything else (both round away
+    from zero)."""
+    return _away_from_zero(nanos, NANO // 1000) if name == CPU else _away_from_zero(nanos, NANO)
 
 
 def pod_requests(pod: PodResourceInputs) -> PodRequests:
@@ -212,8 +241,8 @@ def pod_requests(pod: PodResourceInputs) -> PodRequests:
     requests = {k: v for k, v in requests.items() if v or k in (CPU, MEMORY)}
     return PodRequests(
         requests,
-        to_units(CPU, non_zero.get(CPU, Fraction(0))),
-        to_units(MEMORY, non_zero.get(MEMORY, Fraction(0))),
+        to_units(CPU, non_zero.get(CPU, 0)),
+        to_units(MEMORY, non_zero.get(MEMORY, 0)),
     )
 
 
@@ -228,7 +257,19 @@ def parse_resource_list(raw: Any, path: str, problems: list[str]) -> Exact | Non
     out: Exact = {}
     for name, q in raw.items():
         try:
-            out[str(name)] = parse_quantity(q)
+            out[str(name)] = _quantity(q) if isinstance(q, str) else _nanos(parse_quantity(q))
         except InvalidObject as e:
             problems.append(str(InvalidObject(f"{path}.{name}", e.detail)))
     return out
+
+
+def _nanos(value: Fraction) -> int:
+    """ParseQuantity's rounding: up to a whole nano-unit, away from zero."""
+    scaled = value * NANO
+    return -((-scaled.numerator) // scaled.denominator) if scaled >= 0 else scaled.__floor__()
+
+
+@functools.lru_cache(maxsize=4096)
+def _quantity(text: str) -> int:
+    """Quantities repeat across pods ("100m", "64Mi"): parse each text once."""
+    return _nanos(parse_quantity(text))
