@@ -38,7 +38,6 @@ from scheduler.model.pod_resources import (
 )
 from scheduler.model.selectors import (
     IN,
-    NOT_IN,
     LabelSelector,
     NodeSelector,
     NodeSelectorTerm,
@@ -400,34 +399,26 @@ def resource_inputs(
 
 
 def _merge_match_label_keys(
-    selector: LabelSelector,
-    labels: Mapping[str, str],
-    match: Iterable[str],
-    mismatch: Iterable[str],
+    selector: LabelSelector, labels: Mapping[str, str], match: Iterable[str]
 ) -> LabelSelector:
-    extra: list[Requirement] = []
-    for k in match:
-        if k in labels:
-            extra.append(Requirement(k, IN, frozenset((labels[k],))))
-    for k in mismatch:
-        if k in labels:
-            extra.append(Requirement(k, NOT_IN, frozenset((labels[k],))))
-    return selector.with_requirements(tuple(extra))
+    """Topology spread's matchLabelKeys: the pod's current value of each key it has
+    (upstream's scheduler merges these itself, unlike pod affinity's)."""
+    extra = tuple(Requirement(k, IN, frozenset((labels[k],))) for k in match if k in labels)
+    return selector.with_requirements(extra)
 
 
-def _affinity_term(raw: Any, path: str, namespace: str, labels: Mapping[str, str]) -> AffinityTerm:
+def _affinity_term(raw: Any, path: str, namespace: str) -> AffinityTerm:
+    """A v1.PodAffinityTerm. matchLabelKeys / mismatchLabelKeys are NOT merged here: the
+    API server merges them into labelSelector when the pod is created
+    (MatchLabelKeysInPodAffinity, GA), and upstream's scheduler reads the stored
+    selector only; merging again with the pod's current labels would diverge once
+    they change."""
     if not isinstance(raw, dict):
         raise InvalidObject(path, "must be an object")
     topo = raw.get("topologyKey")
     if not isinstance(topo, str) or not topo:
         raise InvalidObject(f"{path}.topologyKey", "must be a non-empty string")
     selector = parse_label_selector(raw.get("labelSelector"), f"{path}.labelSelector")
-    selector = _merge_match_label_keys(
-        selector,
-        labels,
-        _list(raw.get("matchLabelKeys"), f"{path}.matchLabelKeys"),
-        _list(raw.get("mismatchLabelKeys"), f"{path}.mismatchLabelKeys"),
-    )
     namespaces = _list(raw.get("namespaces"), f"{path}.namespaces")
     if not all(isinstance(n, str) for n in namespaces):
         raise InvalidObject(f"{path}.namespaces", "must be a list of strings")
@@ -439,9 +430,7 @@ def _affinity_term(raw: Any, path: str, namespace: str, labels: Mapping[str, str
     return AffinityTerm(selector, ns_set, ns_selector, topo)
 
 
-def _weighted_terms(
-    raw: Any, path: str, namespace: str, labels: Mapping[str, str]
-) -> tuple[WeightedAffinityTerm, ...]:
+def _weighted_terms(raw: Any, path: str, namespace: str) -> tuple[WeightedAffinityTerm, ...]:
     out = []
     for i, w in enumerate(_list(raw, path)):
         p = f"{path}[{i}]"
@@ -450,7 +439,7 @@ def _weighted_terms(
         weight = _int(w.get("weight"), f"{p}.weight", 0)
         if not 1 <= weight <= 100:
             raise InvalidObject(f"{p}.weight", "must be in the range 1-100")
-        term = _affinity_term(w.get("podAffinityTerm"), f"{p}.podAffinityTerm", namespace, labels)
+        term = _affinity_term(w.get("podAffinityTerm"), f"{p}.podAffinityTerm", namespace)
         out.append(WeightedAffinityTerm(weight, term))
     return tuple(out)
 
@@ -482,7 +471,7 @@ def _spread_constraints(
                 raise InvalidObject(f"{p}.{name}", f"unsupported value {v!r}")
         selector = parse_label_selector(c.get("labelSelector"), f"{p}.labelSelector")
         selector = _merge_match_label_keys(
-            selector, labels, _list(c.get("matchLabelKeys"), f"{p}.matchLabelKeys"), ()
+            selector, labels, _list(c.get("matchLabelKeys"), f"{p}.matchLabelKeys")
         )
         out.append(SpreadConstraint(max_skew, topo, when, selector, min_domains, naff, ntaint))
     return tuple(out)
@@ -660,7 +649,7 @@ def _pod_from_dict(
 
     def required_terms(group: Mapping[str, Any], path: str) -> tuple[AffinityTerm, ...]:
         return tuple(
-            _affinity_term(t, f"{path}[{i}]", namespace, labels)
+            _affinity_term(t, f"{path}[{i}]", namespace)
             for i, t in enumerate(_list(group.get(req), path))
         )
 
@@ -668,10 +657,10 @@ def _pod_from_dict(
     required_affinity = _affinity_group(found, lambda: required_terms(pa, f"{ppath}.{req}"))
     required_anti = _affinity_group(found, lambda: required_terms(paa, f"{papath}.{req}"))
     preferred_affinity = _affinity_group(
-        found, lambda: _weighted_terms(pa.get(pref), f"{ppath}.{pref}", namespace, labels)
+        found, lambda: _weighted_terms(pa.get(pref), f"{ppath}.{pref}", namespace)
     )
     preferred_anti = _affinity_group(
-        found, lambda: _weighted_terms(paa.get(pref), f"{papath}.{pref}", namespace, labels)
+        found, lambda: _weighted_terms(paa.get(pref), f"{papath}.{pref}", namespace)
     )
 
     pvcs = problems.read(_pvc_names, spec.get("volumes"), name, default=[])

@@ -334,3 +334,33 @@ def test_a_pod_with_resource_claims_is_refused_and_a_bound_one_still_counts(
         what="FailedScheduling event for dra-claim",
     )  # fmt: skip
     assert "dynamic resource allocation" in events[0]["note"]
+
+
+def test_pod_affinity_match_label_keys_are_merged_once_by_the_api_server(
+    env: tuple[ClusterHandle, list[str]],
+) -> None:
+    """The API server merges matchLabelKeys into the selector at creation; the pod is
+    relabelled before it is scheduled. Upstream follows the stored selector only."""
+    cluster, schedulers = env
+    _existing(cluster, "web-a", "lazygold-0", labels={"tier": "web", "app": "a"})
+    aff = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+        "topologyKey": "kubernetes.io/hostname", "matchLabelKeys": ["app"],
+        "labelSelector": {"matchLabels": {"tier": "web"}}}]}}  # fmt: skip
+    for s in schedulers:
+        name = _name("mlk", s)
+        pod = _pod(name, s, labels={"app": "a"}, affinity=aff, schedulingGates=[{"name": "hold"}])
+        cluster.create_pod(NS, pod)
+        stored = cluster.get_pod(NS, name) or {}
+        term = stored["spec"]["affinity"]["podAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ][0]
+        assert term["labelSelector"]["matchExpressions"] == [
+            {"key": "app", "operator": "In", "values": ["a"]}
+        ]
+        cluster.api(
+            "PATCH", f"/api/v1/namespaces/{NS}/pods/{name}",
+            {"metadata": {"labels": {"app": "b"}}, "spec": {"schedulingGates": None}},
+            "application/strategic-merge-patch+json",
+        )  # fmt: skip
+    for s in schedulers:
+        assert _wait_bound(cluster, _name("mlk", s)) == "lazygold-0"

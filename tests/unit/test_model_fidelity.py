@@ -321,3 +321,26 @@ def test_required_terms_pinning_disjoint_node_names_conflict() -> None:
     ok = make_pod("q").node_affinity_term([], [pin("a")]).node_affinity_term([], [pin("b")]).obj()
     result, st = fw.run_pre_filter(CycleState(), ok, snap)
     assert st.ok and result is not None and set(result.node_names) == {"a", "b"}
+
+
+def test_pod_affinity_match_label_keys_are_left_to_the_api_server() -> None:
+    # the API server merged app=a into the selector when the pod was created; the pod
+    # was relabelled app=b since. Upstream reads the stored selector only.
+    raw = make_pod("p").labels(app="b").raw()
+    raw["spec"]["affinity"] = {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "topologyKey": "zone",
+                    "matchLabelKeys": ["app"],
+                    "labelSelector": {
+                        "matchLabels": {"tier": "web"},
+                        "matchExpressions": [{"key": "app", "operator": "In", "values": ["a"]}],
+                    },
+                }
+            ]
+        }
+    }
+    term = pod_from_dict(raw).required_affinity[0]
+    assert term.selector.matches({"tier": "web", "app": "a"})
+    assert not term.selector.matches({"tier": "web", "app": "b"})
