@@ -18,6 +18,9 @@ nominated-pods rule.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
+
 import numpy as np
 
 from scheduler.cache.node_view import NodeView
@@ -30,6 +33,10 @@ from scheduler.framework.runtime import Framework, _tag
 from scheduler.framework.search import SearchState as SearchState  # re-exported
 from scheduler.framework.status import Code, Status
 from scheduler.model.pod import PodInfo
+
+# At DEBUG, one line per decision for the differential oracle (tests/differential), which
+# compares these against upstream's own high-verbosity score log.
+log = logging.getLogger(__name__)
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -198,6 +205,8 @@ def schedule_pod(
             if nst.code == Code.ERROR:
                 raise SchedulingError(nst)
             if nst.ok:
+                # upstream: the nominated node alone is the feasible set, so no scoring
+                _log_single_feasible(pod, nominated_node)
                 return ScheduleResult(nominated_node, 1, 1)
 
     candidates = snapshot.live_slots()
@@ -228,18 +237,51 @@ def schedule_pod(
         return FitError(pod, num_all, diagnosis)
     evaluated = max(processed, len(feasible))
     if len(feasible) == 1:
-        return ScheduleResult(snapshot.view(int(feasible[0])).name, evaluated, 1)
+        only = snapshot.view(int(feasible[0])).name
+        _log_single_feasible(pod, only)
+        return ScheduleResult(only, evaluated, 1)
 
     st = framework.run_pre_score(state, pod, snapshot, feasible)
     if not st.ok:
         # upstream RunPreScorePlugins' wording: the pod's event and condition carry it
         raise SchedulingError(st, f'running PreScore plugin "{st.plugin}": {st.message()}')
-    total, _, st = framework.run_score(state, pod, snapshot, feasible)
+    total, per_plugin, st = framework.run_score(state, pod, snapshot, feasible)
     if not st.ok:
         raise SchedulingError(st)
+    if log.isEnabledFor(logging.DEBUG):
+        _log_final_scores(pod, snapshot, feasible, total, per_plugin, framework.weights)
     best = np.flatnonzero(total == total.max())
     pick = int(best[search.rng.randrange(len(best))]) if len(best) > 1 else int(best[0])
     return ScheduleResult(snapshot.view(int(feasible[pick])).name, evaluated, len(feasible))
+
+
+def _log_single_feasible(pod: PodInfo, node: str) -> None:
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("single feasible node pod=%s node=%s", pod.key, node)
+
+
+def _log_final_scores(
+    pod: PodInfo,
+    snapshot: Snapshot,
+    feasible: IntArray,
+    total: IntArray,
+    per_plugin: dict[str, IntArray],
+    weights: Mapping[str, int],
+) -> None:
+    # per plugin the weighted score, as upstream's "Plugin scored node for pod" line
+    names = [snapshot.view(slot).name for slot in feasible.tolist()]
+    for plugin, scores in per_plugin.items():
+        weight = weights.get(plugin, 1)
+        for node, score in zip(names, scores.tolist(), strict=True):
+            log.debug(
+                "plugin score pod=%s plugin=%s node=%s score=%d",
+                pod.key,
+                plugin,
+                node,
+                score * weight,
+            )
+    for node, score in zip(names, total.tolist(), strict=True):
+        log.debug("final score pod=%s node=%s score=%d", pod.key, node, score)
 
 
 class NodeDryRun:

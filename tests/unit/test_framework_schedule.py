@@ -293,3 +293,49 @@ def test_default_binder_calls_the_handle_binder() -> None:
     st = asyncio.run(fw.run_bind(CycleState(), pod, "bad"))
     assert st.code == Code.ERROR and "conflict" in st.message()
     assert calls == [("default/p", "n1"), ("default/p", "bad")]
+
+
+def test_debug_log_has_one_final_score_line_per_feasible_node(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fw = make_framework()
+    snap = make_snapshot([make_node("a"), make_node("b")],
+                         [make_pod("x").requests(cpu="3").node("a")])  # fmt: skip
+    with caplog.at_level("DEBUG", logger="scheduler.framework.schedule"):
+        result = _schedule(fw, make_pod("p").namespace("ns1").requests(cpu="1").obj(), snap)
+    assert isinstance(result, ScheduleResult) and result.node == "b"
+    lines = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "scheduler.framework.schedule" and r.getMessage().startswith("final score")
+    ]
+    assert len(lines) == 2
+    plugin_lines = [r.getMessage() for r in caplog.records if "plugin score" in r.getMessage()]
+    # one weighted score per (score plugin, node), the final score their sum
+    assert plugin_lines and len(plugin_lines) % 2 == 0
+    summed: dict[str, int] = {}
+    for line in plugin_lines:
+        fields = dict(f.split("=", 1) for f in line.split()[2:])
+        summed[fields["node"]] = summed.get(fields["node"], 0) + int(fields["score"])
+    scores = {}
+    for line in lines:
+        head, node, score = line.rsplit(" ", 2)
+        assert head == "final score pod=ns1/p"
+        scores[node.removeprefix("node=")] = int(score.removeprefix("score="))
+    assert set(scores) == {"a", "b"} and scores["b"] > scores["a"]
+    assert summed == scores
+
+
+def test_debug_log_names_the_single_feasible_node(caplog: pytest.LogCaptureFixture) -> None:
+    fw = make_framework()
+    snap = make_snapshot([make_node("a").taint("k"), make_node("b")])
+    with caplog.at_level("DEBUG", logger="scheduler.framework.schedule"):
+        _schedule(fw, make_pod("p").obj(), snap)
+    assert [r.getMessage() for r in caplog.records] == ["single feasible node pod=default/p node=b"]
+
+
+def test_no_score_log_at_default_verbosity(caplog: pytest.LogCaptureFixture) -> None:
+    fw = make_framework()
+    with caplog.at_level("INFO", logger="scheduler.framework.schedule"):
+        _schedule(fw, make_pod("p").obj(), make_snapshot([make_node("a"), make_node("b")]))
+    assert not [r for r in caplog.records if r.name == "scheduler.framework.schedule"]

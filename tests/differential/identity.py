@@ -1,0 +1,55 @@
+"""A kubeconfig per scheduler, each with a client certificate of its own (group
+system:masters), so the API server, and the oracle's webhook, can tell who sent a request."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from scheduler.cluster.local import LocalCluster
+
+
+def kubeconfig_for(local: LocalCluster, user: str) -> Path:
+    pki = local.pki_dir
+    ca_key = serialization.load_pem_private_key((pki / "ca.key").read_bytes(), None)
+    ca = x509.load_pem_x509_certificate((pki / "ca.crt").read_bytes())
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(
+            x509.Name(
+                [
+                    x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:masters"),
+                    x509.NameAttribute(NameOID.COMMON_NAME, user),
+                ]
+            )
+        )
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
+    )
+    out = local.dir / "oracle" / user
+    out.mkdir(parents=True, exist_ok=True)
+    cert_path, key_path = out / "client.crt", out / "client.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    kubeconfig = out / "kubeconfig"
+    local._write_kubeconfig_for(kubeconfig, user, cert_path, key_path)
+    return kubeconfig

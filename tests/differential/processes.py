@@ -1,0 +1,159 @@
+"""The two contenders as real processes on one cluster: upstream kube-scheduler v1.37.2 and
+this scheduler, each with a profile (schedulerName) and an identity of its own, and a reader
+of the per-node final scores each one logs.
+
+Upstream logs "Calculated node's final score for pod" at verbosity 10 in schedule_one.go
+(prioritizeNodes); `--vmodule=schedule_one=10` turns on exactly that file. This scheduler
+logs `final score pod=... node=... score=...` at DEBUG from framework/schedule.py.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.scheduler_process import SchedulerProcess
+
+UPSTREAM = "oracle-upstream"
+OURS = "oracle-ours"
+
+_UPSTREAM_FINAL = re.compile(
+    r"\"Calculated node's final score for pod\" pod=\"([^\"]+)\" node=\"([^\"]+)\" score=(-?\d+)"
+)
+_UPSTREAM_PLUGIN = re.compile(
+    r"\"Plugin scored node for pod\" pod=\"([^\"]+)\" plugin=\"([^\"]+)\" node=\"([^\"]+)\" "
+    r"score=(-?\d+)"
+)
+_OURS_FINAL = re.compile(r"final score pod=(\S+) node=(\S+) score=(-?\d+)")
+_OURS_PLUGIN = re.compile(r"plugin score pod=(\S+) plugin=(\S+) node=(\S+) score=(-?\d+)")
+
+
+def _config(name: str, kubeconfig: Path, ours: bool) -> dict[str, Any]:
+    profile: dict[str, Any] = {"schedulerName": name, "percentageOfNodesToScore": 100}
+    if ours:
+        # upstream considers every pod a possible victim; so must we, to compare
+        profile["pluginConfig"] = [
+            {
+                "name": "DefaultPreemption",
+                "args": {
+                    "apiVersion": "kubescheduler.config.k8s.io/v1",
+                    "kind": "DefaultPreemptionArgs",
+                    "victimScope": "All",
+                },
+            }
+        ]
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False},
+        "clientConnection": {"kubeconfig": str(kubeconfig), "qps": 200, "burst": 400},
+        "profiles": [profile],
+    }
+
+
+@dataclass
+class ScoreLog:
+    """Final (and per-plugin) scores per pod, read incrementally from a log file."""
+
+    path: Path
+    ours: bool
+    final: dict[str, dict[str, int]] = field(default_factory=dict)
+    plugins: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    _offset: int = 0
+
+    def refresh(self) -> None:
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self._offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            return
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            return
+        self._offset += end + 1
+        final_re = _OURS_FINAL if self.ours else _UPSTREAM_FINAL
+        plugin_re = _OURS_PLUGIN if self.ours else _UPSTREAM_PLUGIN
+        for line in chunk[: end + 1].decode(errors="replace").splitlines():
+            m = final_re.search(line)
+            if m:
+                # the first attempt's score stands: a retry after a refused bind is ignored
+                self.final.setdefault(m.group(1), {}).setdefault(m.group(2), int(m.group(3)))
+                continue
+            m = plugin_re.search(line)
+            if m:
+                by_node = self.plugins.setdefault(m.group(1), {}).setdefault(m.group(3), {})
+                by_node.setdefault(m.group(2), int(m.group(4)))
+
+    def scores_of(self, pod_key: str) -> dict[str, int]:
+        self.refresh()
+        return dict(self.final.get(pod_key, {}))
+
+    def plugin_scores_of(self, pod_key: str) -> dict[str, dict[str, int]]:
+        self.refresh()
+        return {n: dict(s) for n, s in self.plugins.get(pod_key, {}).items()}
+
+
+class Upstream:
+    def __init__(self, bin_dir: Path, kubeconfig: Path, workdir: Path) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        cfg = workdir / "upstream-config.yaml"
+        cfg.write_text(yaml.safe_dump(_config(UPSTREAM, kubeconfig, ours=False)))
+        self.log_path = workdir / "upstream.log"
+        self.argv = [
+            str(bin_dir / "kube-scheduler"),
+            f"--config={cfg}",
+            "--secure-port=0",
+            "-v=2",
+            "--vmodule=schedule_one=10",
+        ]
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.scores = ScoreLog(self.log_path, ours=False)
+
+    def start(self) -> None:
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(
+                self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class Ours:
+    def __init__(self, kubeconfig: Path, workdir: Path) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        cfg = workdir / "ours-config.yaml"
+        cfg.write_text(yaml.safe_dump(_config(OURS, kubeconfig, ours=True)))
+        self.log_path = workdir / "ours.log"
+        self.process = SchedulerProcess(str(kubeconfig), cfg, self.log_path, extra_args=["-v", "4"])
+        self.scores = ScoreLog(self.log_path, ours=True)
+
+    def start(self) -> None:
+        self.process.start(wait_ready=True)
+
+    def alive(self) -> bool:
+        p = self.process.proc
+        return p is not None and p.poll() is None
+
+    def stop(self) -> None:
+        self.process.stop()
+
+
+def python() -> str:
+    return sys.executable

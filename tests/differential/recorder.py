@@ -1,0 +1,173 @@
+"""The oracle's admission webhook: it records, and refuses, every bind and pod DELETE the
+two schedulers send, so both always decide on identical cluster state.
+
+A bind (pods/binding CREATE) names the pod and the chosen node; a DELETE names a victim.
+The two schedulers authenticate with client certificates of their own (users
+`oracle-upstream` and `oracle-ours`), so each request is attributed to the scheduler that
+sent it. Requests from anyone else (the harness binding existing pods, kwok) pass.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import threading
+import time
+from collections import defaultdict
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from tests.kube import ClusterHandle
+from tests.webhook import _serving_cert
+
+WEBHOOK_NAME = "oracle-recorder"
+
+
+class Recorder:
+    def __init__(self, cluster: ClusterHandle, users: tuple[str, ...]) -> None:
+        self.cluster = cluster
+        self.users = frozenset(users)
+        # user -> pod key -> first node it tried to bind the pod to
+        self.binds: dict[str, dict[str, str]] = defaultdict(dict)
+        # user -> victims (pod keys) in the order their DELETE first arrived
+        self.deletes: dict[str, list[str]] = defaultdict(list)
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self.probe_seen = threading.Event()
+
+    # ---- the review ------------------------------------------------------------------
+    def _review(self, body: dict[str, Any]) -> dict[str, Any]:
+        req = body["request"]
+        user = req.get("userInfo", {}).get("username", "")
+        ns, name = req.get("namespace", ""), req.get("name", "")
+        key = f"{ns}/{name}"
+        if name == "oracle-probe":
+            self.probe_seen.set()
+        refuse = user in self.users
+        if refuse:
+            with self._lock:
+                if req.get("operation") == "CREATE":
+                    obj = req.get("object") or {}
+                    node = str((obj.get("target") or {}).get("name", ""))
+                    self.binds[user].setdefault(key, node)
+                elif key not in self.deletes[user]:
+                    self.deletes[user].append(key)
+        response: dict[str, Any] = {"uid": req["uid"], "allowed": not refuse}
+        if refuse:
+            response["status"] = {"code": 403, "message": "recorded by the differential oracle"}
+        return {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "response": response,
+        }
+
+    def bind_of(self, user: str, key: str) -> str | None:
+        with self._lock:
+            return self.binds[user].get(key)
+
+    def victims_of(self, user: str) -> list[str]:
+        with self._lock:
+            return list(self.deletes[user])
+
+    def clear(self) -> None:
+        with self._lock:
+            self.binds.clear()
+            self.deletes.clear()
+
+    # ---- lifecycle ---------------------------------------------------------------------
+    def start(self) -> None:
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                out = json.dumps(hook._review(json.loads(self.rfile.read(length)))).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        local = self.cluster.local
+        cert, key = _serving_cert(local.pki_dir, local.dir / "oracle-webhook")
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(str(cert), str(key))
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
+        threading.Thread(target=server.serve_forever, name=WEBHOOK_NAME, daemon=True).start()
+        self._server = server
+        port = server.server_address[1]
+        ca = base64.b64encode((local.pki_dir / "ca.crt").read_bytes()).decode()
+
+        def hook_for(name: str, operation: str, resource: str) -> dict[str, Any]:
+            return {
+                "name": f"{name}.oracle.kas.io",
+                "clientConfig": {"url": f"https://127.0.0.1:{port}/review", "caBundle": ca},
+                "rules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": [operation],
+                        "resources": [resource],
+                        "scope": "Namespaced",
+                    }
+                ],
+                # only the scenarios' namespaces: the rest of the cluster is left alone
+                "namespaceSelector": {"matchLabels": {"oracle": "true"}},
+                "failurePolicy": "Fail",
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                "timeoutSeconds": 10,
+            }
+
+        self.cluster.api(
+            "POST",
+            "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingWebhookConfiguration",
+                "metadata": {"name": WEBHOOK_NAME},
+                "webhooks": [
+                    hook_for("bind", "CREATE", "pods/binding"),
+                    hook_for("delete", "DELETE", "pods"),
+                ],
+            },
+        )
+        self._wait_active()
+
+    def _wait_active(self) -> None:
+        """The API server loads webhook configurations asynchronously: probe until it
+        calls us (a DELETE of a throwaway pod in a labelled namespace)."""
+        ns = "oracle-probe"
+        self.cluster.admin.request(
+            "POST",
+            "/api/v1/namespaces",
+            {"metadata": {"name": ns, "labels": {"oracle": "true"}}},
+        )
+        pod = {
+            "metadata": {"name": "oracle-probe"},
+            "spec": {"containers": [{"name": "c", "image": "x"}], "schedulerName": "oracle-none"},
+        }
+        deadline = time.monotonic() + 60
+        while not self.probe_seen.is_set():
+            self.cluster.admin.request("POST", f"/api/v1/namespaces/{ns}/pods", pod)
+            self.cluster.admin.request(
+                "DELETE", f"/api/v1/namespaces/{ns}/pods/oracle-probe?gracePeriodSeconds=0"
+            )
+            if time.monotonic() > deadline:
+                raise AssertionError("the API server never called the oracle's webhook")
+            self.probe_seen.wait(0.2)
+
+    def stop(self) -> None:
+        self.cluster.admin.request(
+            "DELETE",
+            f"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/{WEBHOOK_NAME}",
+        )
+        if self._server is not None:
+            self._server.shutdown()
+            self._server = None

@@ -1,0 +1,127 @@
+"""One oracle run: a fresh local cluster, both schedulers, N scenarios from a seed."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scheduler.cluster.local import LocalCluster
+from tests.differential import scenario as sc
+from tests.differential.compare import Tally, compare
+from tests.differential.harness import Oracle, PodResult
+from tests.kube import ClusterHandle
+
+
+@dataclass
+class RunResult:
+    seed: int
+    tally: Tally
+    pods: list[tuple[PodResult, int]]  # with the scenario's node count
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seed": self.seed,
+            "scenarios": self.tally.scenarios,
+            "pods": self.tally.pods,
+            "seconds": round(self.seconds, 1),
+            "comparisons": dict(self.tally.made),
+            "differences": [d.to_json() for d in self.tally.differences],
+            "refused_by_api_server": self.tally.refused,
+            "decisions": [
+                {
+                    "scenario": r.scenario,
+                    "pod": r.name,
+                    "nodes": n,
+                    "upstream": r.upstream.to_json(),
+                    "ours": r.ours.to_json(),
+                }
+                for r, n in self.pods
+                if r.upstream is not None and r.ours is not None
+            ],
+        }
+
+
+def run_oracle(
+    cluster: ClusterHandle,
+    workdir: Path,
+    seed: int,
+    indices: Iterable[int],
+    progress: Callable[[str], None] | None = None,
+) -> RunResult:
+    say = progress or (lambda _s: None)
+    tally = Tally()
+    pods: list[tuple[PodResult, int]] = []
+    oracle = Oracle(cluster, workdir)
+    t0 = time.monotonic()
+    oracle.start()
+    try:
+        todo = list(indices)
+        for k, index in enumerate(todo, 1):
+            scenario = sc.generate(seed, index)
+            victim_priority = {
+                f"{p['metadata']['namespace']}/{p['metadata']['name']}": p["spec"][
+                    "priorityClassName"
+                ]
+                for p in scenario.existing
+            }
+            results = oracle.run(scenario)
+            before = len(tally.differences)
+            for r in results:
+                if r.upstream is None or r.ours is None:
+                    tally.refused.append(f"{r.name}: {r.refused[:300]}")
+                    say(f"    the API server refused {r.name}: {r.refused[:300]}")
+                    continue
+                diffs, made = compare(r, len(scenario.nodes), victim_priority)
+                tally.add(diffs, made)
+                pods.append((r, len(scenario.nodes)))
+            tally.scenarios += 1
+            new = len(tally.differences) - before
+            say(
+                f"[{k}/{len(todo)}] scenario {index}: {len(scenario.nodes)} nodes, "
+                f"{len(scenario.existing)} existing pods, {len(results)} incoming, "
+                f"{new} difference(s) ({time.monotonic() - t0:.0f}s)"
+            )
+            for d in tally.differences[before:]:
+                say(f"    {d.kind}: {d.pod}: {d.detail}")
+    finally:
+        oracle.stop()
+    return RunResult(seed, tally, pods, time.monotonic() - t0)
+
+
+def main_run(seed: int, scenarios: list[int], out: Path | None, keep: Path | None) -> int:
+    workroot = keep or Path(tempfile.mkdtemp(prefix="kas-oracle-"))
+    local = LocalCluster(workroot / "cluster")
+    print(f"starting a local control plane in {workroot} ...", flush=True)
+    local.up(0)
+    try:
+        result = run_oracle(
+            ClusterHandle(local),
+            workroot / "oracle",
+            seed,
+            scenarios,
+            progress=lambda s: print(s, flush=True),
+        )
+    finally:
+        local.down()
+    t = result.tally
+    print()
+    print(
+        f"seed {seed}: {t.scenarios} scenarios, {t.pods} pods, "
+        f"{t.made['feasibility']} per-node feasibility decisions, {result.seconds:.0f}s"
+    )
+    print(t.table())
+    if out is not None:
+        out.write_text(json.dumps(result.to_json(), indent=1))
+        print(f"results: {out}")
+    return 1 if t.differences else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main_run(1, list(range(3)), None, None))
