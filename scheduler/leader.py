@@ -199,14 +199,20 @@ class LeaderElector:
         """None when healthy, else why not (for the server's /healthz check)."""
         if self._state is not ElectorState.RUNNING:
             return None
-        limit = self.settings.lease_duration + self.settings.healthz_timeout
+        s = self.settings
+        limit = s.lease_duration + s.healthz_timeout
+        # a candidate legitimately waits up to retryPeriod * (1 + 1.2) between attempts
+        # (client-go's jitter), which may exceed leaseDuration when retryPeriod is close
+        # to its bound (renewDeadline / 1.2): the loop checks allow for that wait
+        loop_limit = max(s.lease_duration, s.retry_period * (1.0 + JITTER_FACTOR))
+        loop_limit += s.healthz_timeout
         stalled = self._clock.now() - self._last_tick
-        if stalled > limit:
+        if stalled > loop_limit:
             return f"leader election loop for lease {self.key} has not run for {stalled:.0f}s"
         if self._leading and self._clock.now() - self._last_renew > limit:
             return f"failed election to renew leadership on lease {self.key}"
         silent = self._clock.now() - self._last_contact
-        if not self._leading and silent > limit:
+        if not self._leading and silent > loop_limit:
             return (
                 f"leader election has had no answer about lease {self.key} for {silent:.0f}s"
                 f" (last error: {self._last_error or 'none'})"

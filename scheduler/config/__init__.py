@@ -12,7 +12,13 @@ Defaults are upstream's except the secondary-scheduler names: profile
 from scheduler.config.dump import config_to_dict, dump_config, write_config
 from scheduler.config.duration import format_duration, parse_duration
 from scheduler.config.errors import ConfigError
-from scheduler.config.load import config_from_dict, config_from_yaml, default_config, load_config
+from scheduler.config.load import (
+    config_from_bytes,
+    config_from_dict,
+    config_from_yaml,
+    default_config,
+    load_config,
+)
 from scheduler.config.names import PluginRef
 from scheduler.config.plugins import (
     default_implements,
@@ -50,6 +56,7 @@ __all__ = [
     "Plugins",
     "Profile",
     "SchedulerConfiguration",
+    "config_from_bytes",
     "config_from_dict",
     "config_from_yaml",
     "config_to_dict",

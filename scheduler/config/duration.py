@@ -1,6 +1,9 @@
 """Go duration strings ("15s", "1m30s", "1.5h", "300ms"), as metav1.Duration in the config.
 
-Parsing follows Go's time.ParseDuration (units ns, us/µs, ms, s, m, h; a sign; "0");
+Parsing follows Go's time.ParseDuration (units ns, us/µs, ms, s, m, h; a sign; "0"; no
+surrounding spaces; a value beyond time.Duration's int64 nanoseconds is "invalid duration",
+as Go's overflow check - metav1.Duration's JSON decoding uses it, so upstream refuses
+such a value before validation);
 formatting follows time.Duration.String ("1m30s", "1h0m0s", "500ms", "0s"), so a dumped
 config reads like kube-scheduler's.
 """
@@ -9,6 +12,8 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
+
+from scheduler.config.errors import brief
 
 _UNIT_NS = {
     "ns": 1,
@@ -20,12 +25,14 @@ _UNIT_NS = {
     "m": 60_000_000_000,
     "h": 3_600_000_000_000,
 }
-_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+# time.Duration is int64 nanoseconds: at most 2562047h47m16.854775807s
+MAX_DURATION_NS = (1 << 63) - 1
+_PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")  # ASCII digits, as Go
 
 
 def parse_duration(text: str) -> float:
     """Seconds in a Go duration string. Raises ValueError."""
-    s = text.strip()
+    s = text
     if not s:
         raise ValueError("empty duration")
     sign = 1
@@ -36,14 +43,22 @@ def parse_duration(text: str) -> float:
         return 0.0
     pos = 0
     total = Decimal(0)
+    limit = MAX_DURATION_NS + (1 if sign < 0 else 0)
     while pos < len(s):
         m = _PART.match(s, pos)
         if m is None:
-            raise ValueError(f"invalid duration {text!r}")
-        total += Decimal(m.group(1)) * _UNIT_NS[m.group(2)]
+            raise ValueError(f"invalid duration {brief(text)}")
+        whole, _, frac = m.group(1).partition(".")
+        if len(whole.lstrip("0")) > 20:  # more than int64 in any unit; keeps Decimal small
+            total = Decimal(limit + 1)
+        else:
+            # digits past the 30th cannot matter at nanosecond resolution
+            total += Decimal(f"{whole or 0}.{frac[:30] or 0}") * _UNIT_NS[m.group(2)]
         pos = m.end()
-    if pos == 0:
-        raise ValueError(f"invalid duration {text!r}")
+    if total > limit:
+        raise ValueError(
+            f"invalid duration {brief(text)}: beyond Go's time.Duration (about 292 years)"
+        )
     return sign * float(total / Decimal(1_000_000_000))
 
 

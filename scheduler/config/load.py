@@ -14,7 +14,7 @@ from typing import Any
 
 from scheduler.config import names
 from scheduler.config.args import default_plugin_args, parse_plugin_args, plugin_takes_args
-from scheduler.config.errors import ConfigError
+from scheduler.config.errors import ConfigError, brief, type_name
 from scheduler.config.names import PluginRef
 from scheduler.config.plugins import (
     ImplementsFn,
@@ -22,7 +22,13 @@ from scheduler.config.plugins import (
     expand_extension_points,
     merge_with_defaults,
 )
-from scheduler.config.reader import Fields, load_yaml
+from scheduler.config.reader import INT64, Fields
+from scheduler.config.safe_yaml import (
+    MAX_FILE_BYTES,
+    decode_text,
+    parse_document,
+    read_config_bytes,
+)
 from scheduler.config.types import (
     API_VERSION,
     DEFAULT_SCHEDULER_NAME,
@@ -43,20 +49,29 @@ def load_config(
     path: str | os.PathLike[str], *, implements: ImplementsFn = default_implements
 ) -> SchedulerConfiguration:
     """Read, default and validate the file. Raises ConfigError."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise ConfigError("", f"cannot read config file {os.fspath(path)!r}: {e.strerror}") from e
-    return config_from_yaml(text, source=os.fspath(path), implements=implements)
+    return config_from_bytes(read_config_bytes(path), implements=implements)
+
+
+def config_from_bytes(
+    data: bytes, *, implements: ImplementsFn = default_implements
+) -> SchedulerConfiguration:
+    """A file's contents (at most 1 MiB, UTF-8) to the configuration. Raises ConfigError."""
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError("", f"config file is larger than {MAX_FILE_BYTES} bytes")
+    return config_from_yaml(decode_text(data), implements=implements)
 
 
 def config_from_yaml(
-    text: str, *, source: str = "<string>", implements: ImplementsFn = default_implements
+    text: str, *, source: str = "", implements: ImplementsFn = default_implements
 ) -> SchedulerConfiguration:
-    raw = load_yaml(text, source)
+    """`source` is accepted for compatibility; errors name fields and lines instead."""
+    raw = parse_document(text)
     if raw is None:
-        raise ConfigError("", f"{source}: empty configuration (apiVersion and kind are required)")
+        raise ConfigError("", "empty configuration (apiVersion and kind are required)")
+    if not isinstance(raw, Mapping):
+        raise ConfigError(
+            "", f"the document must be a {KIND} object, got {type_name(raw)} {brief(raw)}"
+        )
     return config_from_dict(raw, implements=implements)
 
 
@@ -71,16 +86,18 @@ def config_from_dict(
     top = Fields(raw, "")
     api_version = top.str_("apiVersion", "")
     if api_version != API_VERSION:
-        raise ConfigError("apiVersion", f"must be {API_VERSION}, got {api_version or 'nothing'!r}")
+        raise ConfigError(
+            "apiVersion", f"must be {API_VERSION}, got {brief(api_version or 'nothing')}"
+        )
     kind = top.str_("kind", "")
     if kind != KIND:
-        raise ConfigError("kind", f"must be {KIND}, got {kind or 'nothing'!r}")
+        raise ConfigError("kind", f"must be {KIND}, got {brief(kind or 'nothing')}")
 
     d = SchedulerConfiguration()
     parallelism = top.int_("parallelism", d.parallelism)
     percentage = top.int_("percentageOfNodesToScore", d.percentage_of_nodes_to_score)
-    initial = top.int_("podInitialBackoffSeconds", d.pod_initial_backoff_seconds)
-    maximum = top.int_("podMaxBackoffSeconds", d.pod_max_backoff_seconds)
+    initial = top.int_("podInitialBackoffSeconds", d.pod_initial_backoff_seconds, INT64)
+    maximum = top.int_("podMaxBackoffSeconds", d.pod_max_backoff_seconds, INT64)
     profiling = top.bool_("enableProfiling", d.enable_profiling)
     contention = top.bool_("enableContentionProfiling", d.enable_contention_profiling)
     delay = top.bool_("delayCacheUntilActive", d.delay_cache_until_active)
@@ -114,14 +131,20 @@ def config_from_dict(
 
 def _leader_election(f: Fields) -> LeaderElectionConfig:
     d = LeaderElectionConfig()
+    # Upstream (component-base RecommendedDefaultLeaderElectionConfiguration) turns a
+    # written "0s" into the default silently, since Go cannot tell it from "not set". We
+    # can, and refuse it in validation ("must be greater than zero"), as the Helm chart
+    # does: a zero lease is a mistake, not a request for 15s.
     out = LeaderElectionConfig(
         leader_elect=f.bool_("leaderElect", d.leader_elect),
         lease_duration=f.duration("leaseDuration", d.lease_duration),
         renew_deadline=f.duration("renewDeadline", d.renew_deadline),
         retry_period=f.duration("retryPeriod", d.retry_period),
-        resource_lock=f.str_("resourceLock", d.resource_lock),
-        resource_name=f.str_("resourceName", d.resource_name),
-        resource_namespace=f.str_("resourceNamespace", d.resource_namespace),
+        # an empty string is "not set" upstream too (SetDefaults_KubeSchedulerConfiguration)
+        resource_lock=f.str_("resourceLock", d.resource_lock) or d.resource_lock,
+        resource_name=f.str_("resourceName", d.resource_name) or d.resource_name,
+        resource_namespace=f.str_("resourceNamespace", d.resource_namespace)
+        or d.resource_namespace,
     )
     f.done()
     return out
@@ -129,10 +152,12 @@ def _leader_election(f: Fields) -> LeaderElectionConfig:
 
 def _client_connection(f: Fields) -> ClientConnectionConfig:
     d = ClientConnectionConfig()
+    # kube-scheduler's own defaults: qps 0 means 50 and burst 0 means 100
+    # (pkg/scheduler/apis/config/v1/defaults.go, SetDefaults_KubeSchedulerConfiguration)
     out = ClientConnectionConfig(
         kubeconfig=f.str_("kubeconfig", d.kubeconfig),
-        qps=f.float_("qps", d.qps),
-        burst=f.int_("burst", d.burst),
+        qps=f.float32("qps", d.qps) or d.qps,
+        burst=f.int_("burst", d.burst) or d.burst,
         content_type=f.str_("contentType", d.content_type),
         accept_content_types=f.str_("acceptContentTypes", d.accept_content_types),
     )
@@ -182,7 +207,7 @@ def _plugin_name(f: Fields, *, allow_star: bool, enabling: bool) -> str:
             raise ConfigError(f.sub("name"), '"*" is only allowed in disabled lists')
         return name
     if name not in names.ALL_PLUGINS and name not in names.NOT_IMPLEMENTED:
-        raise ConfigError(f.sub("name"), f"unknown plugin {name!r}")
+        raise ConfigError(f.sub("name"), f"unknown plugin {brief(name)}")
     if enabling and name in names.NOT_IMPLEMENTED:
         raise ConfigError(f.sub("name"), f"plugin {name} is not implemented by this scheduler")
     return name
@@ -193,9 +218,18 @@ def _plugin_set(f: Fields) -> PluginSet:
     for i, item in enumerate(f.list_("enabled")):
         pf = Fields(item, f"{f.sub('enabled')}[{i}]")
         name = _plugin_name(pf, allow_star=False, enabling=True)
+        # *int32 upstream, so at most 2^31-1: with our 7 score plugins the weighted total
+        # stays below 7 * 100 * 2^31 (about 1.5e12), far inside the int64 the cycle sums
+        # in (upstream's MaxTotalScore check, framework/runtime/framework.go
+        # getValidScoreWeights, can never fire for int32 weights this few).
         weight = pf.int_("weight", 0)
         if weight < 0:
-            raise ConfigError(pf.sub("weight"), f"must not be negative, got {weight}")
+            # Upstream decodes a negative weight, but its overflow check then wraps
+            # (MaxTotalScore minus a negative total overflows int64) and refuses the
+            # profile at start-up ("total score of Score plugins could overflow") whenever
+            # a positive weight follows it, i.e. nearly always; and a negative score runs
+            # against "a higher score is better" everywhere else. Refused here, plainly.
+            raise ConfigError(pf.sub("weight"), f"must not be negative, got {brief(weight)}")
         pf.done()
         if any(r.name == name for r in enabled):
             raise ConfigError(pf.sub("name"), f"{name} is enabled twice")
@@ -204,7 +238,7 @@ def _plugin_set(f: Fields) -> PluginSet:
     for i, item in enumerate(f.list_("disabled")):
         pf = Fields(item, f"{f.sub('disabled')}[{i}]")
         disabled.append(_plugin_name(pf, allow_star=True, enabling=False))
-        pf.get("weight")  # allowed (ignored) in disabled lists, as upstream
+        pf.int_("weight", 0)  # allowed (ignored) in disabled lists, but still an int32
         pf.done()
     f.done()
     return PluginSet(tuple(enabled), tuple(disabled))
@@ -219,7 +253,7 @@ def _plugin_configs(f: Fields, key: str) -> list[PluginConfig]:
         if not name:
             raise ConfigError(pf.sub("name"), "required")
         if name not in names.ALL_PLUGINS:
-            raise ConfigError(pf.sub("name"), f"unknown plugin {name!r}")
+            raise ConfigError(pf.sub("name"), f"unknown plugin {brief(name)}")
         if name in seen:
             raise ConfigError(
                 pf.sub("name"), f"duplicate pluginConfig for {name} (also at index {seen[name]})"

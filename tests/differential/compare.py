@@ -107,10 +107,10 @@ def compare(
 
     if up.victims or ours.victims or result.priority_class == "oracle-high":
         made["preemption"] += 1
-        pu = sorted(victim_priority.get(v, "?") for v in up.victims)
-        po = sorted(victim_priority.get(v, "?") for v in ours.victims)
-        if bool(up.victims) != bool(ours.victims) or pu != po:
-            diff("preemption", f"upstream victims {pu} ({up.victims}), ours {po} ({ours.victims})")
+        vu = sorted(victim_priority.get(v, "?") for v in up.victims)
+        vo = sorted(victim_priority.get(v, "?") for v in ours.victims)
+        if bool(up.victims) != bool(ours.victims) or vu != vo:
+            diff("preemption", f"upstream victims {vu} ({up.victims}), ours {vo} ({ours.victims})")
     return diffs, made
 
 
@@ -119,6 +119,7 @@ class Tally:
     made: Counter[str] = field(default_factory=Counter)
     differences: list[Difference] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # manifests the API server refused
+    errors: list[str] = field(default_factory=list)  # scenarios the harness could not run
     pods: int = 0
     scenarios: int = 0
 

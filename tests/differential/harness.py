@@ -120,14 +120,14 @@ class Oracle:
         return out
 
     def _cluster_objects(self) -> None:
-        for name, value in sc.PRIORITY_CLASSES.items():
+        for name, (value, policy) in sc.PRIORITY_CLASSES.items():
             self._req(
                 "POST",
                 "/apis/scheduling.k8s.io/v1/priorityclasses",
                 {
                     "metadata": {"name": name},
                     "value": value,
-                    "preemptionPolicy": "PreemptLowerPriority",
+                    "preemptionPolicy": policy,
                 },
             )
         self._req(
@@ -191,8 +191,13 @@ class Oracle:
             {"metadata": {"name": name}, "target": {"kind": "Node", "name": node}},
         )
 
+    def forget_scenario(self) -> None:
+        """After a failed scenario: its objects are removed with the next setup."""
+        self._check_alive()
+
     def setup(self, scenario: sc.Scenario) -> None:
         self._teardown_previous()
+        self._previous = scenario  # removed next time even if this setup fails
         self.recorder.clear()
         for ns in scenario.namespaces:
             self._req("POST", "/api/v1/namespaces", ns)
@@ -201,7 +206,6 @@ class Oracle:
             # existing pods' bindings go out after every node but the sentinel exists
             self._create_node(scenario.nodes[-1])
             list(pool.map(self._create_existing, scenario.existing))
-        self._previous = scenario
         self._sync(scenario)
 
     def _sync(self, scenario: sc.Scenario) -> None:
@@ -245,10 +249,7 @@ class Oracle:
         ns, base = pod["metadata"]["namespace"], pod["metadata"]["name"]
         copies = {UPSTREAM: f"{base}-u", OURS: f"{base}-o"}
         victims_before = {s: len(self.recorder.victims_of(s)) for s in copies}
-        could_preempt = (
-            pod["spec"].get("priorityClassName") == "oracle-high"
-            and pod["spec"].get("preemptionPolicy") != "Never"
-        )
+        could_preempt = pod["spec"].get("priorityClassName") == "oracle-high"
         for sched, name in copies.items():
             body = {
                 **pod,
@@ -261,6 +262,8 @@ class Oracle:
                 return PodResult(scenario.index, base, "", None, None, refused=str(out))
             _ok(status, out, f"POST pod {ns}/{name}")
         decisions = {s: Decision(s, f"{ns}/{n}") for s, n in copies.items()}
+        self._victims_seen: dict[str, int] = {}
+        self._victims_changed: dict[str, float] = {}
         written_at: dict[str, float] = {}
         deadline = time.monotonic() + DECISION_TIMEOUT
         pending = set(copies)
@@ -323,8 +326,12 @@ class Oracle:
         """An unschedulable verdict is final once the victims (if any) have stopped
         arriving: a preemption's DELETEs follow its status write from a background task."""
         n = len(self.recorder.victims_of(sched)) - before[sched]
-        waited = time.monotonic() - written
-        return waited >= VICTIM_SETTLE if n == 0 else waited >= VICTIM_SETTLE / 2
+        now = time.monotonic()
+        if n != self._victims_seen.get(sched, 0):
+            self._victims_seen[sched] = n
+            self._victims_changed[sched] = now
+        last = max(written, self._victims_changed.get(sched, written))
+        return now - last >= VICTIM_SETTLE
 
     def run(
         self, scenario: sc.Scenario, on_pod: Callable[[PodResult], None] | None = None

@@ -22,6 +22,16 @@ from tests.kube import ClusterHandle
 from tests.webhook import _serving_cert
 
 WEBHOOK_NAME = "oracle-recorder"
+# A preemption deletes its victims in parallel and gives up on the rest once one DELETE
+# fails (upstream's preemption executor cancels the others): each DELETE is held this
+# long before it is refused, so every victim's DELETE has arrived by then.
+DELETE_HOLD = 2.0
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # the API server drops idle webhook connections; a broken TLS stream is not news
+        pass
 
 
 class Recorder:
@@ -53,6 +63,8 @@ class Recorder:
                     self.binds[user].setdefault(key, node)
                 elif key not in self.deletes[user]:
                     self.deletes[user].append(key)
+            if req.get("operation") == "DELETE":
+                time.sleep(DELETE_HOLD)
         response: dict[str, Any] = {"uid": req["uid"], "allowed": not refuse}
         if refuse:
             response["status"] = {"code": 403, "message": "recorded by the differential oracle"}
@@ -94,7 +106,7 @@ class Recorder:
 
         local = self.cluster.local
         cert, key = _serving_cert(local.pki_dir, local.dir / "oracle-webhook")
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server = _QuietServer(("127.0.0.1", 0), Handler)
         server.daemon_threads = True
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(str(cert), str(key))

@@ -34,6 +34,7 @@ class RunResult:
             "comparisons": dict(self.tally.made),
             "differences": [d.to_json() for d in self.tally.differences],
             "refused_by_api_server": self.tally.refused,
+            "harness_errors": self.tally.errors,
             "decisions": [
                 {
                     "scenario": r.scenario,
@@ -71,7 +72,15 @@ def run_oracle(
                 ]
                 for p in scenario.existing
             }
-            results = oracle.run(scenario)
+            try:
+                results = oracle.run(scenario)
+            except AssertionError as exc:
+                # a harness failure (a scheduler that never answered, a refused setup
+                # call) is recorded and the run goes on with the next scenario
+                tally.errors.append(f"scenario {index}: {exc}")
+                say(f"[{k}/{len(todo)}] scenario {index}: harness error: {exc}")
+                oracle.forget_scenario()
+                continue
             before = len(tally.differences)
             for r in results:
                 if r.upstream is None or r.ours is None:
@@ -117,10 +126,12 @@ def main_run(seed: int, scenarios: list[int], out: Path | None, keep: Path | Non
         f"{t.made['feasibility']} per-node feasibility decisions, {result.seconds:.0f}s"
     )
     print(t.table())
+    for e in t.errors:
+        print(f"harness error: {e}")
     if out is not None:
         out.write_text(json.dumps(result.to_json(), indent=1))
         print(f"results: {out}")
-    return 1 if t.differences else 0
+    return 1 if t.differences or t.errors else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

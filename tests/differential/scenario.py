@@ -24,7 +24,13 @@ HOSTNAME = "kubernetes.io/hostname"
 GPU = "example.com/gpu"
 SENTINEL_LABEL = "oracle.kas.io/sentinel"
 
-PRIORITY_CLASSES = {"oracle-low": 10, "oracle-mid": 100, "oracle-high": 1000}
+# name -> (value, preemptionPolicy); the Priority admission plugin sets both on the pod
+PRIORITY_CLASSES = {
+    "oracle-low": (10, "PreemptLowerPriority"),
+    "oracle-mid": (100, "PreemptLowerPriority"),
+    "oracle-high": (1000, "PreemptLowerPriority"),
+    "oracle-high-never": (1000, "Never"),
+}
 RUNTIME_CLASS = "oracle-overhead"
 RUNTIME_OVERHEAD = {"cpu": "100m", "memory": "64Mi"}
 
@@ -85,7 +91,9 @@ def _node(rng: random.Random, name: str, zones: list[str]) -> dict[str, Any]:
     if rng.random() < 0.9:  # some nodes lack the zone key: spread must skip them
         labels[ZONE] = rng.choice(zones)
     if rng.random() < 0.15:
-        labels["tier"] = rng.choice(["high", "007", "1_000", "9223372036854775808", "5"])  # odd integers for Gt/Lt
+        labels["tier"] = rng.choice(
+            ["high", "007", "1_000", "9223372036854775808", "5"]
+        )  # odd integers for Gt/Lt
     cpu = rng.choice([1000, 2000, 4000, 8000])
     mem = rng.choice([2048, 4096, 8192, 16384])
     resources: dict[str, str] = {
@@ -421,6 +429,6 @@ def generate(seed: int, index: int) -> Scenario:
         if j == preemptor_at:
             pod["spec"].pop("schedulingGates", None)
             if rng.random() < 0.15:
-                pod["spec"]["preemptionPolicy"] = "Never"
+                pod["spec"]["priorityClassName"] = "oracle-high-never"
         sc.incoming.append(pod)
     return sc

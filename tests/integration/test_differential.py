@@ -31,5 +31,6 @@ def test_upstream_and_ours_decide_alike_on_seeded_scenarios(
     assert tally.made["outcome"] == tally.pods
     assert tally.made["feasibility"] >= tally.pods * 3
     assert tally.made["message"] > 0 and tally.made["score"] > 0 and tally.made["node"] > 0
+    assert not tally.errors, tally.errors
     assert not tally.refused, tally.refused  # the generator writes only valid pods
     assert not tally.differences, "\n".join([tally.table(), *lines])

@@ -81,7 +81,7 @@ ARGS = "profiles[0].pluginConfig[0].args"
         ("NodeResourcesFit", {"bogus": 1}, f"{ARGS}.bogus"),
         ("NodeResourcesFit", {"scoringStrategy": {"type": "Random"}},
          f"{ARGS}.scoringStrategy.type"),
-        ("NodeResourcesFit", {"scoringStrategy": {"resources": [{"name": "cpu", "weight": 0}]}},
+        ("NodeResourcesFit", {"scoringStrategy": {"resources": [{"name": "cpu", "weight": 101}]}},
          f"{ARGS}.scoringStrategy.resources[0].weight"),
         ("NodeResourcesFit", {"scoringStrategy": {"type": "RequestedToCapacityRatio"}},
          f"{ARGS}.scoringStrategy.requestedToCapacityRatio"),
