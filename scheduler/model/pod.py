@@ -164,6 +164,10 @@ class PodInfo:
     requests: ResourceVector = field(default_factory=dict)
     non_zero_cpu: int = DEFAULT_MILLI_CPU_REQUEST
     non_zero_memory: int = DEFAULT_MEMORY_REQUEST
+    # the pod's cpu/memory as NodeResourcesFit's score counts an incoming pod: non-zero
+    # defaults, pod-level resources NOT applied (see model.pod_resources)
+    fit_score_cpu: int = DEFAULT_MILLI_CPU_REQUEST
+    fit_score_memory: int = DEFAULT_MEMORY_REQUEST
     host_ports: tuple[HostPort, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
     node_selector: Mapping[str, str] = field(default_factory=dict)
@@ -726,6 +730,8 @@ def _pod_from_dict(
         requests=resources.requests,
         non_zero_cpu=resources.non_zero_cpu,
         non_zero_memory=resources.non_zero_memory,
+        fit_score_cpu=resources.fit_score_cpu,
+        fit_score_memory=resources.fit_score_memory,
         host_ports=_host_ports(port_sources, found),
         tolerations=problems.read(
             _tolerations, spec.get("tolerations"), "spec.tolerations", default=()

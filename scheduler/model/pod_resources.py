@@ -108,6 +108,8 @@ class PodRequests:
     requests: dict[str, int]
     non_zero_cpu: int
     non_zero_memory: int
+    fit_score_cpu: int
+    fit_score_memory: int
 
 
 def _add(into: Exact, other: Mapping[str, int] | None) -> None:
@@ -196,7 +198,6 @@ def exact_pod_requests(pod: PodResourceInputs, defaults: Mapping[str, int] | Non
         # nothing allocated or actuated is reported: both read the spec, the max is it
         reqs = spec
     elif pod.status_allocated is not None and pod.status_actuated is not None:
-        allocated, actuated = pod.status_allocated, pod.status_actuated
         reqs = _resized(pod, spec, pod.status_allocated, pod.status_actuated)
     else:
         allocated = _aggregate(pod, _allocated, defaults)
@@ -239,10 +240,18 @@ def pod_requests(pod: PodResourceInputs) -> PodRequests:
     requests = {k: to_units(k, v) for k, v in exact.items()}
     # zero amounts carry no weight; cpu and memory stay for the plugins that list them
     requests = {k: v for k, v in requests.items() if v or k in (CPU, MEMORY)}
+    # NodeResourcesFit's scorer (LeastAllocated, MostAllocated, RequestedToCapacityRatio)
+    # is built by upstream's getScorer without the feature flags (v1.37.2 fit.go), so it
+    # reads the incoming pod with SkipPodLevelResources and without status resources:
+    # the containers' requests with the non-zero defaults, plus overhead.
+    fit_score = _aggregate(pod, _spec, _NON_MISSING)
+    _add(fit_score, pod.overhead)
     return PodRequests(
         requests,
         to_units(CPU, non_zero.get(CPU, 0)),
         to_units(MEMORY, non_zero.get(MEMORY, 0)),
+        to_units(CPU, fit_score.get(CPU, 0)),
+        to_units(MEMORY, fit_score.get(MEMORY, 0)),
     )
 
 

@@ -344,3 +344,28 @@ def test_pod_affinity_match_label_keys_are_left_to_the_api_server() -> None:
     term = pod_from_dict(raw).required_affinity[0]
     assert term.selector.matches({"tier": "web", "app": "a"})
     assert not term.selector.matches({"tier": "web", "app": "b"})
+
+
+def test_node_resources_fit_scores_an_incoming_pod_without_its_pod_level_resources() -> None:
+    # oracle seed 7 scenario 6: upstream's NodeResourcesFit scorer is built without the
+    # PodLevelResources flag; BalancedAllocation and the Filter do apply it
+    from builders import make_framework
+
+    from scheduler.framework import CycleState
+
+    pod = make_pod("p").pod_resources(cpu="700m", memory="256Mi").obj()
+    assert (pod.requests["cpu"], pod.non_zero_cpu, pod.fit_score_cpu) == (700, 700, 100)
+    assert (pod.non_zero_memory, pod.fit_score_memory) == (256 * MI, 200 * MI)
+    fw = make_framework(["NodeResourcesFit"])
+    snap = make_snapshot(
+        [make_node("n0").capacity(cpu="1", memory="2Gi")],
+        [make_pod("e").node("n0").requests(cpu="250m")],
+    )
+    state = CycleState()
+    fw.run_pre_filter(state, pod, snap)
+    slots = snap.live_slots()
+    (plugin,) = fw.score_plugins
+    # cpu (1000-350)*100/1000 = 65, memory (2048-400)*100/2048 = 80 -> 72 (upstream's
+    # score for that node; with pod-level requests it would be 41)
+    assert plugin.score_batch(state, pod, snap, slots).tolist() == [72]
+    assert plugin.score(state, pod, snap.view(int(slots[0])))[0] == 72
