@@ -27,6 +27,12 @@ pytestmark = pytest.mark.cluster
 
 OURS = "kube-async-scheduler"
 UPSTREAM = "upstream-oracle"
+# a second profile in each scheduler: NodeResourcesFit is the only score plugin
+OURS_FIT = "ours-fit-only"
+UPSTREAM_FIT = "upstream-fit-only"
+FIT_ONLY_PLUGINS = {
+    "score": {"disabled": [{"name": "*"}], "enabled": [{"name": "NodeResourcesFit", "weight": 1}]}
+}
 NOBODY = "nobody"  # existing pods are bound at creation; no scheduler looks at them
 NS = "fidelity"
 
@@ -41,6 +47,8 @@ NODES = [
     NodeGroup(1, "plrsmall", cpu="2", labels={"case": "plrsmall"}),
     NodeGroup(1, "resize", cpu="4", labels={"case": "resize"}),
     NodeGroup(1, "dra", cpu="2", labels={"case": "dra"}),
+    NodeGroup(1, "fitsmall", cpu="1", memory="4Gi", labels={"case": "fitscore"}),
+    NodeGroup(1, "fitbig", cpu="4", memory="4Gi", labels={"case": "fitscore"}),
 ]
 NUM_NODES = sum(g.count for g in NODES)
 GT_HIGH = {"key": "cores", "operator": "Gt", "values": ["high"]}
@@ -59,7 +67,10 @@ class Upstream:
             "kind": "KubeSchedulerConfiguration",
             "leaderElection": {"leaderElect": False},
             "clientConnection": {"kubeconfig": cluster.kubeconfig, "qps": 500, "burst": 1000},
-            "profiles": [{"schedulerName": UPSTREAM}],
+            "profiles": [
+                {"schedulerName": UPSTREAM},
+                {"schedulerName": UPSTREAM_FIT, "plugins": FIT_ONLY_PLUGINS},
+            ],
         }
         path = d / "upstream.yaml"
         path.write_text(yaml.safe_dump(cfg))
@@ -90,7 +101,10 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ClusterHandl
     cluster.create_namespace(NS)
     ours = SchedulerProcess(
         cluster.kubeconfig,
-        write_config(d / "config.yaml", [{"schedulerName": OURS}]),
+        write_config(
+            d / "config.yaml",
+            [{"schedulerName": OURS}, {"schedulerName": OURS_FIT, "plugins": FIT_ONLY_PLUGINS}],
+        ),
         d / "scheduler.log",
     )
     ours.start()
@@ -138,7 +152,7 @@ def _wait_refused(cluster: ClusterHandle, name: str) -> dict[str, Any]:
 
 
 def _name(base: str, scheduler: str) -> str:
-    return f"{base}-{'ours' if scheduler == OURS else 'up'}"
+    return f"{base}-{'ours' if scheduler in (OURS, OURS_FIT) else 'up'}"
 
 
 def _refused_alike(cluster: ClusterHandle, base: str, schedulers: list[str]) -> dict[str, Any]:
@@ -364,3 +378,28 @@ def test_pod_affinity_match_label_keys_are_merged_once_by_the_api_server(
         )  # fmt: skip
     for s in schedulers:
         assert _wait_bound(cluster, _name("mlk", s)) == "lazygold-0"
+
+
+def test_node_resources_fit_scores_an_incoming_pod_without_its_pod_level_requests(
+    env: tuple[ClusterHandle, list[str]],
+) -> None:
+    """Upstream's NodeResourcesFit scorer is built without the PodLevelResources flag:
+    a pod asking 700m/256Mi at pod level (its container asks nothing) is scored as
+    100m/200Mi. fitsmall (1 cpu, empty) then scores (90+95)/2 = 92 and fitbig (4 cpu,
+    1 used) (72+95)/2 = 83; read with its pod-level requests, fitbig would win
+    ((57+93)/2 = 75 against (30+93)/2 = 61)."""
+    cluster, schedulers = env
+    _existing(cluster, "fit-used", "fitbig-0", cpu="1", memory="0")
+    profiles = [OURS_FIT] + ([UPSTREAM_FIT] if UPSTREAM in schedulers else [])
+    for s in profiles:  # one after the other, on the same state: each copy is removed
+        name = _name("fitscore", s)
+        pod = _pod(
+            name, s, cpu="0", memory="0",
+            nodeSelector={"case": "fitscore"},
+            resources={"requests": {"cpu": "700m", "memory": "256Mi"}},
+        )  # fmt: skip
+        pod["spec"]["containers"][0].pop("resources")
+        cluster.create_pod(NS, pod)
+        assert _wait_bound(cluster, name) == "fitsmall-0"
+        cluster.api("DELETE", f"/api/v1/namespaces/{NS}/pods/{name}?gracePeriodSeconds=0")
+        wait_for(lambda n=name: cluster.get_pod(NS, n) is None, timeout=60, what=f"{name} gone")
