@@ -369,3 +369,26 @@ def test_node_resources_fit_scores_an_incoming_pod_without_its_pod_level_resourc
     # score for that node; with pod-level requests it would be 41)
     assert plugin.score_batch(state, pod, snap, slots).tolist() == [72]
     assert plugin.score(state, pod, snap.view(int(slots[0])))[0] == 72
+
+
+def test_pv_node_affinity_is_lazy_too() -> None:
+    from scheduler.model.volume import pv_from_dict
+
+    pv = pv_from_dict(
+        {
+            "metadata": {"name": "pv1"},
+            "spec": {
+                "nodeAffinity": {
+                    "required": {
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [gt("cores", "high")]},
+                            {"matchExpressions": [zone_in("a")]},
+                        ]
+                    }
+                }
+            },
+        }
+    )
+    assert pv.node_affinity is not None
+    assert pv.node_affinity.matches({"zone": "a"}, "n")
+    assert not pv.node_affinity.matches({"zone": "b", "cores": "9"}, "n")
