@@ -291,73 +291,99 @@ def _strings(raw: Any, path: str) -> list[str]:
     return raw
 
 
+class _TermErrors:
+    """Where a term's parse errors go: kept in upstream's words on the term (lazy), or
+    raised at once naming the JSON field (strict: the profile's addedAffinity)."""
+
+    def __init__(self, strict: bool) -> None:
+        self.strict = strict
+        self.found: list[str] = []
+
+    def add(self, json_path: str, detail: str, upstream: str) -> None:
+        if self.strict:
+            raise InvalidObject(json_path, detail)
+        self.found.append(upstream)
+
+
 def _node_requirement(
-    raw: Any, path: str, error_path: str, errors: list[str]
+    raw: Any, path: str, error_path: str, errors: _TermErrors
 ) -> Requirement | None:
     """A matchExpressions entry, as nodeSelectorRequirementsAsSelector and
     labels.NewRequirement check it: an unknown operator, a value count that does not
-    fit the operator, or a Gt/Lt value strconv.ParseInt refuses is appended to
-    `errors` (the term then matches nothing). Label key and value syntax is not
-    re-checked: the API server validates both when the pod is created."""
+    fit the operator, or a Gt/Lt value strconv.ParseInt refuses is an error of the
+    term (which then matches nothing). Label key and value syntax is not re-checked:
+    the API server validates both when the pod is created."""
     if not isinstance(raw, dict):
         raise InvalidObject(path, "must be an object")
     key = raw.get("key")
     op = raw.get("operator")
-    if not isinstance(key, str):
-        raise InvalidObject(f"{path}.key", "must be a string")
+    if not isinstance(key, str) or not key:
+        raise InvalidObject(f"{path}.key", "must be a non-empty string")
     if not isinstance(op, str):
         raise InvalidObject(f"{path}.operator", "must be a string")
     values = _strings(raw.get("values"), f"{path}.values")
     if op not in _NODE_OPS:
-        errors.append(_not_supported(f"{error_path}.operator", op, _NODE_OPS))
+        errors.add(
+            f"{path}.operator",
+            f"unsupported operator {op!r}",
+            _not_supported(f"{error_path}.operator", op, _NODE_OPS),
+        )
         return None
-    vpath = f"{error_path}.values"
-    found: list[str] = []
+    vpath, jpath = f"{error_path}.values", f"{path}.values"
+    before = len(errors.found)
     number: int | None = None
     if op in (IN, NOT_IN) and not values:
-        found.append(
-            _invalid(vpath, "null", "for 'in', 'notin' operators, values set can't be empty")
+        errors.add(
+            jpath,
+            f"must be non-empty for operator {op}",
+            _invalid(vpath, "null", "for 'in', 'notin' operators, values set can't be empty"),
         )
     elif op in (EXISTS, DOES_NOT_EXIST) and values:
-        found.append(
+        errors.add(
+            jpath,
+            f"must be empty for operator {op}",
             _invalid(
                 vpath,
                 _go_json_strings(values),
                 "values set must be empty for exists and does not exist",
-            )
+            ),
         )
     elif op in (GT, LT):
         if len(values) != 1:
-            found.append(
+            errors.add(
+                jpath,
+                f"must be one integer for operator {op}",
                 _invalid(
                     vpath,
                     _go_json_strings(values) if values else "null",
                     "for 'Gt', 'Lt' operators, exactly one value is required",
-                )
+                ),
             )
         for i, v in enumerate(values):
             parsed = parse_go_int64(v)
             if parsed is None:
-                found.append(
+                errors.add(
+                    jpath,
+                    f"must be one integer for operator {op}",
                     _invalid(
                         f"{vpath}[{i}]",
                         go_quote(v),
                         "for 'Gt', 'Lt' operators, the value must be an integer",
-                    )
+                    ),
                 )
             else:
                 number = parsed
-    if found:
-        errors.extend(found)
+    if len(errors.found) > before:
         return None
     return Requirement(key, op, frozenset(values), number)
 
 
 def _field_requirement(
-    raw: Any, path: str, error_path: str, errors: list[str]
+    raw: Any, path: str, error_path: str, errors: _TermErrors
 ) -> Requirement | None:
     """A matchFields entry, as nodeSelectorRequirementsAsFieldSelector: In/NotIn with
-    exactly one value; any field key (only metadata.name has a value on a node)."""
+    exactly one value; any field key (only metadata.name has a value on a node). The
+    strict form also refuses other keys, as upstream's addedAffinity validation does."""
     if not isinstance(raw, dict):
         raise InvalidObject(path, "must be an object")
     key = raw.get("key")
@@ -367,12 +393,22 @@ def _field_requirement(
     if not isinstance(op, str):
         raise InvalidObject(f"{path}.operator", "must be a string")
     values = _strings(raw.get("values"), f"{path}.values")
+    if errors.strict and key != FIELD_NODE_NAME:
+        raise InvalidObject(f"{path}.key", f"unsupported field {key!r}")
     if op not in _FIELD_OPS:
-        errors.append(_not_supported(f"{error_path}.operator", op, _FIELD_OPS))
+        errors.add(
+            f"{path}.operator",
+            f"unsupported operator {op!r}",
+            _not_supported(f"{error_path}.operator", op, _FIELD_OPS),
+        )
         return None
     if len(values) != 1:
         bad = _go_json_strings(values) if values else "null"
-        errors.append(_invalid(f"{error_path}.values", bad, "must have one element"))
+        errors.add(
+            f"{path}.values",
+            f"must have exactly one value for operator {op}",
+            _invalid(f"{error_path}.values", bad, "must have one element"),
+        )
         return None
     return Requirement(key, op, frozenset(values))
 
@@ -381,8 +417,8 @@ def parse_node_selector_term(
     raw: Any, path: str, error_path: str | None = None, *, strict: bool = True
 ) -> NodeSelectorTerm:
     """A v1.NodeSelectorTerm. Parse errors are kept on the term with `error_path` as
-    the root of their field paths (upstream's path for this term); with `strict` they
-    raise InvalidObject instead."""
+    the root of their field paths (upstream's path for this term); with `strict` the
+    first one raises InvalidObject naming its JSON field instead."""
     if not isinstance(raw, dict):
         raise InvalidObject(path, "must be an object")
     exprs = raw.get("matchExpressions") or []
@@ -392,7 +428,7 @@ def parse_node_selector_term(
     if not isinstance(fields, list):
         raise InvalidObject(f"{path}.matchFields", "must be a list")
     epath = path if error_path is None else error_path
-    errors: list[str] = []
+    errors = _TermErrors(strict)
     e = [
         _node_requirement(
             x, f"{path}.matchExpressions[{i}]", f"{epath}.matchExpressions[{i}]", errors
@@ -403,12 +439,10 @@ def parse_node_selector_term(
         _field_requirement(x, f"{path}.matchFields[{i}]", f"{epath}.matchFields[{i}]", errors)
         for i, x in enumerate(fields)
     ]
-    if errors and strict:
-        raise InvalidObject(path, aggregate_message(errors))
     return NodeSelectorTerm(
         tuple(r for r in e if r is not None),
         tuple(r for r in f if r is not None),
-        tuple(errors),
+        tuple(errors.found),
     )
 
 

@@ -103,8 +103,10 @@ def test_required_term_that_does_not_parse_fails_alone() -> None:
 def test_strict_node_selector_still_raises() -> None:
     from scheduler.model.errors import InvalidObject
 
-    with pytest.raises(InvalidObject, match="must be an integer"):
+    with pytest.raises(InvalidObject) as err:
         parse_node_selector({"nodeSelectorTerms": [{"matchExpressions": [lt("k", "1_0")]}]}, "x")
+    assert err.value.path == "x.nodeSelectorTerms[0].matchExpressions[0].values"
+    assert err.value.detail == "must be one integer for operator Lt"
 
 
 def test_preferred_term_that_does_not_parse_drops_all_preferred_terms() -> None:
