@@ -249,7 +249,9 @@ class SchedulerApp:
             pod_max_backoff=float(cfg.pod_max_backoff_seconds),
             metrics=m,
         )
-        self.pod_handler = PodEventHandler(self.cache, self.queue, self.nominator, names)
+        self.pod_handler = PodEventHandler(
+            self.cache, self.queue, self.nominator, names, on_refused=self._refuse_pod
+        )
         self.node_handler = NodeEventHandler(self.cache, self.queue)
         self.pod_informer: Informer[PodInfo] = Informer(
             connection, PODS, pod_from_dict, self.pod_handler,
@@ -384,6 +386,15 @@ class SchedulerApp:
         self.events.event(
             pod_ref(ns, name, uid), "Warning", "FailedScheduling", "Scheduling", message
         )
+
+    def _refuse_pod(self, pod: PodInfo, message: str) -> None:
+        """A pending pod this scheduler will not place (eventhandlers): say why, as a
+        scheduling failure would."""
+        self.events.event(
+            pod_ref(pod.namespace, pod.name, pod.uid), "Warning", "FailedScheduling",
+            "Scheduling", message,
+        )  # fmt: skip
+        self.status_writer.unschedulable(pod, "Unschedulable", message, None)
 
     def _synced_check(self) -> str | None:
         informers = self._informers()

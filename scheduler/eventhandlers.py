@@ -11,9 +11,11 @@ Routing rule for pods, the one upstream uses:
 The nominator follows nominatedNodeName on every pod (ours or not) and drops a
 nomination when its pod is bound, deleted or nominated elsewhere.
 
-A pod whose JSON cannot be understood is never dropped silently: if it is ours and
-pending, it gets a FailedScheduling event naming the problem and stays pending, and the
-informer goes on with the rest.
+No pod the API server stores is dropped: the model reads every pod it can name (see
+model.pod), so an assigned pod always counts on its node. A pending pod of ours that this
+scheduler must not place (PodInfo.refusal(): parts it cannot read, or resource claims,
+which need dynamic resource allocation) never enters the queue; `on_refused` tells the
+pod why (a FailedScheduling event and PodScheduled=False), once per distinct reason.
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ class PodEventHandler:
         nominator: Nominator,
         scheduler_names: Collection[str],
         on_pod_deleted: Callable[[PodInfo], None] | None = None,
+        on_refused: Callable[[PodInfo, str], None] | None = None,
     ) -> None:
         self.cache = cache
         self.queue = queue
@@ -86,12 +89,26 @@ class PodEventHandler:
         self.scheduler_names = frozenset(scheduler_names)
         # preemption listens for deletes of victims it is waiting for
         self.on_pod_deleted = on_pod_deleted
+        # tells a pending pod why it will not be placed (event + PodScheduled=False)
+        self.on_refused = on_refused
 
     def responsible_for(self, pod: PodInfo) -> bool:
         return pod.scheduler_name in self.scheduler_names
 
-    def _queued(self, pod: PodInfo) -> bool:
+    def _pending_ours(self, pod: PodInfo) -> bool:
         return not pod.node_name and self.responsible_for(pod) and pod.deletion_timestamp is None
+
+    def _queued(self, pod: PodInfo) -> bool:
+        return self._pending_ours(pod) and not pod.refusal()
+
+    def _refuse(self, pod: PodInfo, old: PodInfo | None) -> None:
+        """Tell the pod why it is refused, unless it was already told the same."""
+        reason = pod.refusal()
+        if old is not None and self._pending_ours(old) and old.refusal() == reason:
+            return
+        log.warning("refusing pod=%s: %s", pod.key, reason)
+        if self.on_refused is not None:
+            self.on_refused(pod, reason)
 
     def on_add(self, pod: PodInfo) -> None:
         self.nominator.on_pod_add(pod)
@@ -100,6 +117,8 @@ class PodEventHandler:
             self.queue.assigned_pod_added(pod)
         elif self._queued(pod):
             self.queue.add(pod)
+        elif self._pending_ours(pod):
+            self._refuse(pod, None)
 
     def on_update(self, old: PodInfo, new: PodInfo) -> None:
         self.nominator.on_pod_update(old, new)
@@ -119,9 +138,12 @@ class PodEventHandler:
                 self.queue.update(old, new)
             else:
                 self.queue.add(new)
-        elif self._queued(old):
-            # it became terminating while pending: nothing to schedule any more
+            return
+        if self._queued(old):
+            # it became terminating (or unplaceable) while pending
             self.queue.delete(old)
+        if self._pending_ours(new):
+            self._refuse(new, old)
 
     def _activate_nominees(self, gone: PodInfo) -> None:
         """Beyond upstream: a pod nominated to this node with a higher priority than the

@@ -7,7 +7,7 @@ Columns:
 - nz_req[slot, 0|1]: non-zero requested cpu/memory (scoring);
 - pod_count, max_pods, unschedulable, live;
 - labels: per label key an int32 code column (-1 = node lacks the key), value <-> code
-  maps, and an integer view of the values for Gt/Lt;
+  maps, and an integer view of the values for Gt/Lt (as strconv.ParseInt reads them);
 - taints: every node's taint tuple is interned to a taint-set id, so a pod's tolerations
   are checked once per distinct taint set, not once per node;
 - images: image -> {slot: size}.
@@ -18,7 +18,6 @@ because it needs the columns.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -29,12 +28,14 @@ from scheduler.model.quantity import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from scheduler.model.selectors import (
     DOES_NOT_EXIST,
     EXISTS,
+    FIELD_NODE_NAME,
     GT,
     IN,
     NOT_IN,
     NodeSelector,
     NodeSelectorTerm,
     Requirement,
+    parse_go_int64,
 )
 from scheduler.model.taints import Taint
 
@@ -49,13 +50,14 @@ BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE)
 class LabelColumn:
     """One label key across all slots."""
 
-    __slots__ = ("_ints", "codes", "value_codes", "values")
+    __slots__ = ("_int_ok", "_ints", "codes", "value_codes", "values")
 
     def __init__(self, capacity: int) -> None:
         self.codes: Int32Array = np.full(capacity, -1, dtype=np.int32)
         self.value_codes: dict[str, int] = {}
         self.values: list[str] = []
-        self._ints: FloatArray | None = None
+        self._ints: IntArray | None = None
+        self._int_ok: BoolArray | None = None
 
     def code(self, value: str) -> int:
         c = self.value_codes.get(value)
@@ -66,15 +68,20 @@ class LabelColumn:
             self._ints = None
         return c
 
-    def ints(self) -> FloatArray:
-        """Integer value per code, NaN when not an integer; index -1 (absent) is NaN."""
-        if self._ints is None or len(self._ints) != len(self.values) + 1:
-            out = np.full(len(self.values) + 1, np.nan)
+    def ints(self) -> tuple[IntArray, BoolArray]:
+        """Per code: the value as an int64 and whether it parses (Go's ParseInt: no
+        underscores, no overflow); index -1 (absent) does not parse. int64, not float:
+        exact over the whole int64 range."""
+        if self._ints is None or self._int_ok is None or len(self._ints) != len(self.values) + 1:
+            ints = np.zeros(len(self.values) + 1, dtype=np.int64)
+            ok = np.zeros(len(self.values) + 1, dtype=np.bool_)
             for i, v in enumerate(self.values):
-                with contextlib.suppress(ValueError):
-                    out[i] = int(v)
-            self._ints = out
-        return self._ints
+                n = parse_go_int64(v)
+                if n is not None:
+                    ints[i] = n
+                    ok[i] = True
+            self._ints, self._int_ok = ints, ok
+        return self._ints, self._int_ok
 
 
 class NodeTable:
@@ -287,20 +294,27 @@ class NodeTable:
             else:
                 hit = np.isin(codes, wanted)
             return hit if op == IN else ~hit
-        ints = col.ints()[codes]
-        want = int(next(iter(r.values)))
-        with np.errstate(invalid="ignore"):
-            return (ints > want) if op == GT else (ints < want)
+        want = r.number
+        if want is None:
+            return np.zeros(n, dtype=np.bool_)
+        ints, ok = col.ints()
+        vals = ints[codes]
+        return ok[codes] & ((vals > want) if op == GT else (vals < want))
 
     def _term_mask(self, term: NodeSelectorTerm, slots: IntArray) -> BoolArray:
-        if not term.expressions and not term.fields:
+        if term.errors or (not term.expressions and not term.fields):
+            # a term that does not parse matches nothing (upstream LazyErrorNodeSelector)
             return np.zeros(len(slots), dtype=np.bool_)
         mask = np.ones(len(slots), dtype=np.bool_)
         for r in term.expressions:
             mask &= self._requirement_mask(r, slots)
         for r in term.fields:
-            idx = {self.index[n] for n in r.values if n in self.index}
-            hit = np.isin(slots, list(idx)) if idx else np.zeros(len(slots), dtype=np.bool_)
+            if r.key == FIELD_NODE_NAME:
+                idx = {self.index[n] for n in r.values if n in self.index}
+                hit = np.isin(slots, list(idx)) if idx else np.zeros(len(slots), dtype=np.bool_)
+            else:
+                # a node has no other field; it reads as "" (fields.Set.Get)
+                hit = np.full(len(slots), "" in r.values, dtype=np.bool_)
             mask &= hit if r.operator == IN else ~hit
         return mask
 

@@ -51,9 +51,9 @@ MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 class SchedulingError(RuntimeError):
     """A plugin returned ERROR: an internal problem, not a fit verdict."""
 
-    def __init__(self, status: Status) -> None:
+    def __init__(self, status: Status, message: str | None = None) -> None:
         self.status = status
-        super().__init__(f"{status.plugin}: {status.message()}")
+        super().__init__(message or f"{status.plugin}: {status.message()}")
 
 
 def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
@@ -338,7 +338,8 @@ def schedule_pod(
     else:
         st = framework.run_pre_score(state, pod, snapshot, feasible)
         if not st.ok:
-            raise SchedulingError(st)
+            # upstream RunPreScorePlugins' wording: the pod's event and condition carry it
+            raise SchedulingError(st, f'running PreScore plugin "{st.plugin}": {st.message()}')
         total, per_plugin, st = framework.run_score(state, pod, snapshot, feasible)
         if not st.ok:
             raise SchedulingError(st)

@@ -7,35 +7,52 @@ selector and node affinity, pod (anti-)affinity terms with their namespaces reso
 topology spread constraints with matchLabelKeys merged into the selector, images,
 PVC names, owner references and conditions.
 
-A malformed pod raises InvalidObject naming the field.
+Nothing the API server accepts makes a pod unreadable (upstream keeps every pod it
+receives): a node-affinity term that does not parse fails alone, lazily, as upstream's
+(see model.selectors); a pod-affinity group that does not parse is empty, as upstream's
+framework.NewPodInfo leaves it. JSON the scheduler cannot understand at all (wrong
+shapes the API server never stores) is recorded in `PodInfo.problems` and the rest of the
+pod is still read, so its requests and ports keep counting on its node; a pending pod
+with problems is refused with an event (eventhandlers). Only a pod without a name raises
+InvalidObject.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from scheduler.model.errors import InvalidObject
 from scheduler.model.node import NodeInfo, normalize_image
-from scheduler.model.quantity import CPU, MEMORY, parse_resource
+from scheduler.model.pod_resources import (
+    CONDITION_RESIZE_PENDING,
+    DEFAULT_MEMORY_REQUEST,
+    DEFAULT_MILLI_CPU_REQUEST,
+    REASON_INFEASIBLE,
+    ContainerResources,
+    PodResourceInputs,
+    parse_resource_list,
+    pod_requests,
+)
 from scheduler.model.selectors import (
     IN,
-    NOT_IN,
     LabelSelector,
     NodeSelector,
     NodeSelectorTerm,
     Requirement,
+    aggregate_message,
     parse_label_selector,
     parse_node_selector,
     parse_node_selector_term,
 )
 from scheduler.model.taints import Toleration
 
-# upstream schedutil.DefaultMilliCPURequest / DefaultMemoryRequest, used for scoring only
-DEFAULT_MILLI_CPU_REQUEST = 100
-DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+__all__ = ["DEFAULT_MEMORY_REQUEST", "DEFAULT_MILLI_CPU_REQUEST"]
+
+_T = TypeVar("_T")
+_G = TypeVar("_G")
 
 PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 PREEMPT_NEVER = "Never"
@@ -148,6 +165,10 @@ class PodInfo:
     requests: ResourceVector = field(default_factory=dict)
     non_zero_cpu: int = DEFAULT_MILLI_CPU_REQUEST
     non_zero_memory: int = DEFAULT_MEMORY_REQUEST
+    # the pod's cpu/memory as NodeResourcesFit's score counts an incoming pod: non-zero
+    # defaults, pod-level resources NOT applied (see model.pod_resources)
+    fit_score_cpu: int = DEFAULT_MILLI_CPU_REQUEST
+    fit_score_memory: int = DEFAULT_MEMORY_REQUEST
     host_ports: tuple[HostPort, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
     node_selector: Mapping[str, str] = field(default_factory=dict)
@@ -163,6 +184,13 @@ class PodInfo:
     owner_refs: tuple[OwnerRef, ...] = ()
     conditions: tuple[PodCondition, ...] = ()
     priority_class_name: str = ""  # spec.priorityClassName (PreemptionPolicy matches on it)
+    # upstream NewPreferredSchedulingTerms' error for the preferred node-affinity terms
+    # (they are then all dropped, and NodeAffinity's PreScore fails with this text)
+    preferred_node_affinity_error: str = ""
+    # names of spec.resourceClaims (dynamic resource allocation)
+    resource_claims: tuple[str, ...] = ()
+    # what the scheduler could not read (each "path: detail"); see refusal()
+    problems: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -196,6 +224,20 @@ class PodInfo:
             and c.reason == REASON_PREEMPTION_BY_SCHEDULER
             for c in self.conditions
         )
+
+    def refusal(self) -> str:
+        """Why this scheduler must not place the pod ("" when it may): parts it cannot
+        read, or resource claims (dynamic resource allocation is not implemented, and
+        placing such a pod without allocating its claims would be wrong)."""
+        if self.problems:
+            return "the scheduler cannot read this pod: " + "; ".join(self.problems)
+        if self.resource_claims:
+            return (
+                "pod has resource claims (spec.resourceClaims: "
+                + ", ".join(self.resource_claims)
+                + "); this scheduler does not implement dynamic resource allocation"
+            )
+        return ""
 
     def condition(self, type_: str) -> PodCondition | None:
         for c in self.conditions:
@@ -253,105 +295,136 @@ def _int(raw: Any, path: str, default: int) -> int:
     return raw
 
 
-def _container_requests(c: Any, path: str) -> dict[str, int]:
+class _Problems:
+    """Collects what could not be read, so one bad field costs only itself."""
+
+    def __init__(self) -> None:
+        self.found: list[str] = []
+
+    def read(self, fn: Callable[..., _T], *args: Any, default: Any) -> _T:
+        """fn(*args), or `default` (which must be a _T) with the problem recorded."""
+        try:
+            return fn(*args)
+        except InvalidObject as e:
+            self.found.append(str(e))
+            return cast(_T, default)
+
+
+def _container_resources(
+    c: Any, path: str, statuses: Mapping[str, Any], problems: list[str]
+) -> ContainerResources:
     if not isinstance(c, dict):
-        raise InvalidObject(path, "must be an object")
+        problems.append(str(InvalidObject(path, "must be an object")))
+        return ContainerResources("", None)
+    name = str(c.get("name") or "")
     resources = c.get("resources") or {}
     if not isinstance(resources, dict):
-        raise InvalidObject(f"{path}.resources", "must be an object")
+        problems.append(str(InvalidObject(f"{path}.resources", "must be an object")))
+        resources = {}
     raw = resources.get("requests")
     if raw is None:
         # the API server defaults requests to limits; a record built elsewhere may not
-        raw = resources.get("limits") or {}
-    if not isinstance(raw, dict):
-        raise InvalidObject(f"{path}.resources.requests", "must be a map")
-    out: dict[str, int] = {}
-    for name, q in raw.items():
-        try:
-            out[name] = parse_resource(name, q)
-        except InvalidObject as e:
-            raise InvalidObject(f"{path}.resources.requests.{name}", e.detail) from e
+        raw = resources.get("limits")
+    spec = parse_resource_list(raw, f"{path}.resources.requests", problems)
+    allocated = actuated = None
+    cs = statuses.get(name)
+    if isinstance(cs, dict):
+        allocated = parse_resource_list(
+            cs.get("allocatedResources"),
+            f"status.containerStatuses[{name}].allocatedResources",
+            problems,
+        )
+        res = cs.get("resources")
+        if isinstance(res, dict):
+            actuated = parse_resource_list(
+                res.get("requests"),
+                f"status.containerStatuses[{name}].resources.requests",
+                problems,
+            )
+    return ContainerResources(name, spec, c.get("restartPolicy") == "Always", allocated, actuated)
+
+
+def _container_statuses(status: Mapping[str, Any]) -> dict[str, Any]:
+    """Container name -> status; app containers' statuses win over init containers'
+    (upstream findContainerStatus looks there first)."""
+    out: dict[str, Any] = {}
+    for field_name in ("initContainerStatuses", "containerStatuses"):
+        entries = status.get(field_name)
+        if isinstance(entries, list):
+            for cs in entries:
+                if isinstance(cs, dict) and isinstance(cs.get("name"), str):
+                    out[cs["name"]] = cs
     return out
 
 
-def _add(into: dict[str, int], other: Mapping[str, int]) -> None:
-    for k, v in other.items():
-        into[k] = into.get(k, 0) + v
+def _resize_infeasible(status: Mapping[str, Any]) -> bool:
+    """upstream IsPodResizeInfeasible: the first PodResizePending condition says
+    Infeasible."""
+    conditions = status.get("conditions")
+    for c in conditions if isinstance(conditions, list) else ():
+        if isinstance(c, dict) and c.get("type") == CONDITION_RESIZE_PENDING:
+            return bool(c.get("reason") == REASON_INFEASIBLE)
+    return False
 
 
-def _max_into(into: dict[str, int], other: Mapping[str, int]) -> None:
-    for k, v in other.items():
-        if v > into.get(k, 0):
-            into[k] = v
-
-
-def _with_defaults(reqs: Mapping[str, int]) -> dict[str, int]:
-    out = dict(reqs)
-    out.setdefault(CPU, DEFAULT_MILLI_CPU_REQUEST)
-    out.setdefault(MEMORY, DEFAULT_MEMORY_REQUEST)
-    return out
-
-
-def compute_requests(
-    containers: list[dict[str, int]],
-    init_containers: list[tuple[dict[str, int], bool]],
-    overhead: Mapping[str, int],
-    non_missing_defaults: bool = False,
-) -> dict[str, int]:
-    """upstream resource.PodRequests: max(sum(app containers) + sum(sidecars),
-    max over init containers of (its request + sidecars started before it)) + overhead.
-    With `non_missing_defaults`, unset cpu/memory of each container count as
-    100m/200Mi (upstream NonMissingContainerRequests, used by scoring)."""
-    fix = _with_defaults if non_missing_defaults else dict
-    reqs: dict[str, int] = {}
-    for c in containers:
-        _add(reqs, fix(c))
-    restartable: dict[str, int] = {}
-    init_max: dict[str, int] = {}
-    for c, is_sidecar in init_containers:
-        creqs = fix(c)
-        if is_sidecar:
-            _add(reqs, creqs)
-            _add(restartable, creqs)
-            effective = dict(restartable)
-        else:
-            effective = dict(creqs)
-            _add(effective, restartable)
-        _max_into(init_max, effective)
-    _max_into(reqs, init_max)
-    _add(reqs, overhead)
-    return {k: v for k, v in reqs.items() if v or k in (CPU, MEMORY)}
+def resource_inputs(
+    spec: Mapping[str, Any], status: Mapping[str, Any], problems: list[str]
+) -> PodResourceInputs:
+    """Everything PodRequests reads from a pod, parsed once."""
+    statuses = _container_statuses(status)
+    containers = spec.get("containers")
+    inits = spec.get("initContainers")
+    pod_res = spec.get("resources")
+    status_res = status.get("resources")
+    return PodResourceInputs(
+        containers=tuple(
+            _container_resources(c, f"spec.containers[{i}]", statuses, problems)
+            for i, c in enumerate(containers if isinstance(containers, list) else ())
+        ),
+        init_containers=tuple(
+            _container_resources(c, f"spec.initContainers[{i}]", statuses, problems)
+            for i, c in enumerate(inits if isinstance(inits, list) else ())
+        ),
+        overhead=parse_resource_list(spec.get("overhead"), "spec.overhead", problems) or {},
+        pod_level=parse_resource_list(
+            pod_res.get("requests") if isinstance(pod_res, dict) else None,
+            "spec.resources.requests",
+            problems,
+        ),
+        status_allocated=parse_resource_list(
+            status.get("allocatedResources"), "status.allocatedResources", problems
+        ),
+        status_actuated=parse_resource_list(
+            status_res.get("requests") if isinstance(status_res, dict) else None,
+            "status.resources.requests",
+            problems,
+        ),
+        status_resources_set=isinstance(status_res, dict),
+        resize_infeasible=_resize_infeasible(status),
+    )
 
 
 def _merge_match_label_keys(
-    selector: LabelSelector,
-    labels: Mapping[str, str],
-    match: Iterable[str],
-    mismatch: Iterable[str],
+    selector: LabelSelector, labels: Mapping[str, str], match: Iterable[str]
 ) -> LabelSelector:
-    extra: list[Requirement] = []
-    for k in match:
-        if k in labels:
-            extra.append(Requirement(k, IN, frozenset((labels[k],))))
-    for k in mismatch:
-        if k in labels:
-            extra.append(Requirement(k, NOT_IN, frozenset((labels[k],))))
-    return selector.with_requirements(tuple(extra))
+    """Topology spread's matchLabelKeys: the pod's current value of each key it has
+    (upstream's scheduler merges these itself, unlike pod affinity's)."""
+    extra = tuple(Requirement(k, IN, frozenset((labels[k],))) for k in match if k in labels)
+    return selector.with_requirements(extra)
 
 
-def _affinity_term(raw: Any, path: str, namespace: str, labels: Mapping[str, str]) -> AffinityTerm:
+def _affinity_term(raw: Any, path: str, namespace: str) -> AffinityTerm:
+    """A v1.PodAffinityTerm. matchLabelKeys / mismatchLabelKeys are NOT merged here: the
+    API server merges them into labelSelector when the pod is created
+    (MatchLabelKeysInPodAffinity, GA), and upstream's scheduler reads the stored
+    selector only; merging again with the pod's current labels would diverge once
+    they change."""
     if not isinstance(raw, dict):
         raise InvalidObject(path, "must be an object")
     topo = raw.get("topologyKey")
     if not isinstance(topo, str) or not topo:
         raise InvalidObject(f"{path}.topologyKey", "must be a non-empty string")
     selector = parse_label_selector(raw.get("labelSelector"), f"{path}.labelSelector")
-    selector = _merge_match_label_keys(
-        selector,
-        labels,
-        _list(raw.get("matchLabelKeys"), f"{path}.matchLabelKeys"),
-        _list(raw.get("mismatchLabelKeys"), f"{path}.mismatchLabelKeys"),
-    )
     namespaces = _list(raw.get("namespaces"), f"{path}.namespaces")
     if not all(isinstance(n, str) for n in namespaces):
         raise InvalidObject(f"{path}.namespaces", "must be a list of strings")
@@ -363,9 +436,7 @@ def _affinity_term(raw: Any, path: str, namespace: str, labels: Mapping[str, str
     return AffinityTerm(selector, ns_set, ns_selector, topo)
 
 
-def _weighted_terms(
-    raw: Any, path: str, namespace: str, labels: Mapping[str, str]
-) -> tuple[WeightedAffinityTerm, ...]:
+def _weighted_terms(raw: Any, path: str, namespace: str) -> tuple[WeightedAffinityTerm, ...]:
     out = []
     for i, w in enumerate(_list(raw, path)):
         p = f"{path}[{i}]"
@@ -374,7 +445,7 @@ def _weighted_terms(
         weight = _int(w.get("weight"), f"{p}.weight", 0)
         if not 1 <= weight <= 100:
             raise InvalidObject(f"{p}.weight", "must be in the range 1-100")
-        term = _affinity_term(w.get("podAffinityTerm"), f"{p}.podAffinityTerm", namespace, labels)
+        term = _affinity_term(w.get("podAffinityTerm"), f"{p}.podAffinityTerm", namespace)
         out.append(WeightedAffinityTerm(weight, term))
     return tuple(out)
 
@@ -406,20 +477,31 @@ def _spread_constraints(
                 raise InvalidObject(f"{p}.{name}", f"unsupported value {v!r}")
         selector = parse_label_selector(c.get("labelSelector"), f"{p}.labelSelector")
         selector = _merge_match_label_keys(
-            selector, labels, _list(c.get("matchLabelKeys"), f"{p}.matchLabelKeys"), ()
+            selector, labels, _list(c.get("matchLabelKeys"), f"{p}.matchLabelKeys")
         )
         out.append(SpreadConstraint(max_skew, topo, when, selector, min_domains, naff, ntaint))
     return tuple(out)
 
 
-def _host_ports(containers: Iterable[tuple[Any, str]]) -> tuple[HostPort, ...]:
+def _host_ports(containers: Iterable[tuple[Any, str]], problems: list[str]) -> tuple[HostPort, ...]:
+    """Every host port; one that cannot be read is reported and skipped, the others
+    still count."""
     out: list[HostPort] = []
     for c, path in containers:
-        for j, p in enumerate(_list(c.get("ports"), f"{path}.ports")):
-            if not isinstance(p, dict):
-                raise InvalidObject(f"{path}.ports[{j}]", "must be an object")
-            hp = _int(p.get("hostPort"), f"{path}.ports[{j}].hostPort", 0)
-            if hp <= 0:
+        ports = c.get("ports")
+        if ports is None:
+            continue
+        if not isinstance(ports, list):
+            problems.append(str(InvalidObject(f"{path}.ports", "must be a list")))
+            continue
+        for j, p in enumerate(ports):
+            hp = p.get("hostPort") if isinstance(p, dict) else None
+            if not isinstance(p, dict) or (
+                hp is not None and (isinstance(hp, bool) or not isinstance(hp, int))
+            ):
+                problems.append(str(InvalidObject(f"{path}.ports[{j}]", "unreadable port")))
+                continue
+            if not hp or hp <= 0:
                 continue
             out.append(
                 HostPort(str(p.get("protocol") or "TCP"), str(p.get("hostIP") or "0.0.0.0"), hp)
@@ -450,7 +532,8 @@ def _tolerations(raw: Any, path: str) -> tuple[Toleration, ...]:
 
 def pod_from_dict(raw: Mapping[str, Any]) -> PodInfo:
     """Build a PodInfo from a raw v1.Pod dict (managedFields and everything the
-    scheduler does not read are dropped). Raises InvalidObject."""
+    scheduler does not read are dropped). Raises InvalidObject only when the pod has no
+    name; anything else it cannot read lands in `problems`."""
     if not isinstance(raw, Mapping):
         raise InvalidObject("", "pod must be an object")
     meta = raw.get("metadata") or {}
@@ -460,41 +543,73 @@ def pod_from_dict(raw: Mapping[str, Any]) -> PodInfo:
     namespace = meta.get("namespace") or "default"
     if not isinstance(name, str) or not name:
         raise InvalidObject("metadata.name", "must be a non-empty string")
-    key = f"{namespace}/{name}"
+    return _pod_from_dict(raw, meta, name, str(namespace))
+
+
+def _preferred_node_affinity(
+    raw: Any, path: str
+) -> tuple[tuple[PreferredSchedulingTerm, ...], str]:
+    """upstream NewPreferredSchedulingTerms: terms with weight 0 or no requirements are
+    skipped; if any other term does not parse, no term is kept and the flattened error
+    is returned (NodeAffinity's PreScore reports it)."""
+    terms: list[PreferredSchedulingTerm] = []
+    errors: list[str] = []
+    for i, t in enumerate(_list(raw, path)):
+        if not isinstance(t, dict):
+            raise InvalidObject(f"{path}[{i}]", "must be an object")
+        weight = _int(t.get("weight"), f"{path}[{i}].weight", 0)
+        term = parse_node_selector_term(
+            t.get("preference") or {}, f"{path}[{i}].preference", f"[{i}]", strict=False
+        )
+        if weight == 0 or term.is_empty:
+            continue
+        errors.extend(term.errors)
+        terms.append(PreferredSchedulingTerm(weight, term))
+    if errors:
+        return (), aggregate_message(errors)
+    return tuple(terms), ""
+
+
+def _affinity_group(
+    problems: list[str],
+    parse: Callable[[], tuple[_G, ...]],
+) -> tuple[_G, ...]:
+    """One pod (anti-)affinity group. A term whose selector does not parse empties its
+    whole group, as upstream's GetAffinityTerms returns no terms on the first error;
+    for a pod to be placed the problem is also recorded (upstream fails its PreFilter)."""
     try:
-        return _pod_from_dict(raw, meta, name, str(namespace))
+        return parse()
     except InvalidObject as e:
-        if e.key:
-            raise
-        raise InvalidObject(e.path, e.detail, key) from e
+        problems.append(str(e))
+        return ()
 
 
 def _pod_from_dict(
     raw: Mapping[str, Any], meta: dict[str, Any], name: str, namespace: str
 ) -> PodInfo:
+    problems = _Problems()
+    found = problems.found
     spec = raw.get("spec") or {}
     status = raw.get("status") or {}
     if not isinstance(spec, dict):
-        raise InvalidObject("spec", "must be an object")
+        found.append(str(InvalidObject("spec", "must be an object")))
+        spec = {}
     if not isinstance(status, dict):
-        raise InvalidObject("status", "must be an object")
-    labels = _str_map(meta.get("labels"), "metadata.labels")
+        found.append(str(InvalidObject("status", "must be an object")))
+        status = {}
+    labels = problems.read(_str_map, meta.get("labels"), "metadata.labels", default={})
 
-    containers = _list(spec.get("containers"), "spec.containers")
-    inits = _list(spec.get("initContainers"), "spec.initContainers")
-    app_reqs = [_container_requests(c, f"spec.containers[{i}]") for i, c in enumerate(containers)]
-    init_reqs = [
-        (_container_requests(c, f"spec.initContainers[{i}]"), c.get("restartPolicy") == "Always")
-        for i, c in enumerate(inits)
+    containers = [
+        c
+        for c in problems.read(_list, spec.get("containers"), "spec.containers", default=[])
+        if isinstance(c, dict)
     ]
-    overhead: dict[str, int] = {}
-    for res, q in (spec.get("overhead") or {}).items():
-        try:
-            overhead[res] = parse_resource(res, q)
-        except InvalidObject as e:
-            raise InvalidObject(f"spec.overhead.{res}", e.detail) from e
-    requests = compute_requests(app_reqs, init_reqs, overhead)
-    non_zero = compute_requests(app_reqs, init_reqs, overhead, non_missing_defaults=True)
+    inits = [
+        c
+        for c in problems.read(_list, spec.get("initContainers"), "spec.initContainers", default=[])
+        if isinstance(c, dict)
+    ]
+    resources = pod_requests(resource_inputs(spec, status, found))
 
     port_sources = [(c, f"spec.containers[{i}]") for i, c in enumerate(containers)]
     port_sources += [
@@ -508,46 +623,154 @@ def _pod_from_dict(
 
     affinity = spec.get("affinity") or {}
     if not isinstance(affinity, dict):
-        raise InvalidObject("spec.affinity", "must be an object")
+        found.append(str(InvalidObject("spec.affinity", "must be an object")))
+        affinity = {}
     node_aff = affinity.get("nodeAffinity") or {}
+    if not isinstance(node_aff, dict):
+        found.append(str(InvalidObject("spec.affinity.nodeAffinity", "must be an object")))
+        node_aff = {}
     required_na: NodeSelector | None = None
-    if node_aff.get("requiredDuringSchedulingIgnoredDuringExecution") is not None:
-        required_na = parse_node_selector(
-            node_aff["requiredDuringSchedulingIgnoredDuringExecution"],
-            "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
-        )
-    preferred_na = []
-    ppath = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
-    for i, t in enumerate(
-        _list(node_aff.get("preferredDuringSchedulingIgnoredDuringExecution"), ppath)
-    ):
-        if not isinstance(t, dict):
-            raise InvalidObject(f"{ppath}[{i}]", "must be an object")
-        weight = _int(t.get("weight"), f"{ppath}[{i}].weight", 0)
-        if not 1 <= weight <= 100:
-            raise InvalidObject(f"{ppath}[{i}].weight", "must be in the range 1-100")
-        preferred_na.append(
-            PreferredSchedulingTerm(
-                weight,
-                parse_node_selector_term(t.get("preference") or {}, f"{ppath}[{i}].preference"),
-            )
-        )
-    pa = affinity.get("podAffinity") or {}
-    paa = affinity.get("podAntiAffinity") or {}
     req = "requiredDuringSchedulingIgnoredDuringExecution"
     pref = "preferredDuringSchedulingIgnoredDuringExecution"
-    required_affinity = tuple(
-        _affinity_term(t, f"spec.affinity.podAffinity.{req}[{i}]", namespace, labels)
-        for i, t in enumerate(_list(pa.get(req), f"spec.affinity.podAffinity.{req}"))
+    if node_aff.get(req) is not None:
+        # a required selector we cannot read at all matches no node (never too many)
+        required_na = problems.read(
+            lambda: parse_node_selector(
+                node_aff[req], f"spec.affinity.nodeAffinity.{req}", strict=False
+            ),
+            default=NodeSelector((NodeSelectorTerm(errors=("unreadable",)),)),
+        )
+    preferred_na, preferred_error = problems.read(
+        _preferred_node_affinity,
+        node_aff.get(pref),
+        f"spec.affinity.nodeAffinity.{pref}",
+        default=((), ""),
     )
-    required_anti = tuple(
-        _affinity_term(t, f"spec.affinity.podAntiAffinity.{req}[{i}]", namespace, labels)
-        for i, t in enumerate(_list(paa.get(req), f"spec.affinity.podAntiAffinity.{req}"))
+    pa = affinity.get("podAffinity") or {}
+    paa = affinity.get("podAntiAffinity") or {}
+    if not isinstance(pa, dict) or not isinstance(paa, dict):
+        found.append(str(InvalidObject("spec.affinity", "pod (anti-)affinity must be objects")))
+        pa = pa if isinstance(pa, dict) else {}
+        paa = paa if isinstance(paa, dict) else {}
+
+    def required_terms(group: Mapping[str, Any], path: str) -> tuple[AffinityTerm, ...]:
+        return tuple(
+            _affinity_term(t, f"{path}[{i}]", namespace)
+            for i, t in enumerate(_list(group.get(req), path))
+        )
+
+    ppath, papath = "spec.affinity.podAffinity", "spec.affinity.podAntiAffinity"
+    required_affinity = _affinity_group(found, lambda: required_terms(pa, f"{ppath}.{req}"))
+    required_anti = _affinity_group(found, lambda: required_terms(paa, f"{papath}.{req}"))
+    preferred_affinity = _affinity_group(
+        found, lambda: _weighted_terms(pa.get(pref), f"{ppath}.{pref}", namespace)
+    )
+    preferred_anti = _affinity_group(
+        found, lambda: _weighted_terms(paa.get(pref), f"{papath}.{pref}", namespace)
     )
 
-    volumes = _list(spec.get("volumes"), "spec.volumes")
+    pvcs = problems.read(_pvc_names, spec.get("volumes"), name, default=[])
+    owners = tuple(
+        OwnerRef(
+            str(o.get("kind") or ""),
+            str(o.get("name") or ""),
+            str(o.get("uid") or ""),
+            bool(o.get("controller", False)),
+        )
+        for o in problems.read(
+            _list, meta.get("ownerReferences"), "metadata.ownerReferences", default=[]
+        )
+        if isinstance(o, dict)
+    )
+    conditions = tuple(
+        PodCondition(
+            str(c.get("type") or ""),
+            str(c.get("status") or ""),
+            str(c.get("reason") or ""),
+            str(c.get("message") or ""),
+        )
+        for c in problems.read(_list, status.get("conditions"), "status.conditions", default=[])
+        if isinstance(c, dict)
+    )
+    gates = tuple(
+        str(g.get("name"))
+        for g in problems.read(
+            _list, spec.get("schedulingGates"), "spec.schedulingGates", default=[]
+        )
+        if isinstance(g, dict)
+    )
+    claims = tuple(
+        str(c.get("name") or "")
+        for c in problems.read(_list, spec.get("resourceClaims"), "spec.resourceClaims", default=[])
+        if isinstance(c, dict)
+    )
+    policy = spec.get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY
+    if policy not in (PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER):
+        found.append(str(InvalidObject("spec.preemptionPolicy", f"unsupported value {policy!r}")))
+        policy = PREEMPT_LOWER_PRIORITY
+
+    return PodInfo(
+        uid=str(meta.get("uid") or f"{namespace}/{name}"),
+        namespace=namespace,
+        name=name,
+        priority=problems.read(_int, spec.get("priority"), "spec.priority", 0, default=0),
+        preemption_policy=policy,
+        priority_class_name=str(spec.get("priorityClassName") or ""),
+        scheduler_name=str(spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME),
+        node_name=str(spec.get("nodeName") or ""),
+        phase=str(status.get("phase") or "Pending"),
+        scheduling_gates=gates,
+        creation_timestamp=problems.read(
+            parse_time, meta.get("creationTimestamp"), "metadata.creationTimestamp", default=None
+        )
+        or 0.0,
+        start_time=problems.read(
+            parse_time, status.get("startTime"), "status.startTime", default=None
+        ),
+        deletion_timestamp=problems.read(
+            parse_time, meta.get("deletionTimestamp"), "metadata.deletionTimestamp", default=None
+        ),
+        nominated_node_name=str(status.get("nominatedNodeName") or ""),
+        labels=labels,
+        resource_version=str(meta.get("resourceVersion") or ""),
+        requests=resources.requests,
+        non_zero_cpu=resources.non_zero_cpu,
+        non_zero_memory=resources.non_zero_memory,
+        fit_score_cpu=resources.fit_score_cpu,
+        fit_score_memory=resources.fit_score_memory,
+        host_ports=_host_ports(port_sources, found),
+        tolerations=problems.read(
+            _tolerations, spec.get("tolerations"), "spec.tolerations", default=()
+        ),
+        node_selector=problems.read(
+            _str_map, spec.get("nodeSelector"), "spec.nodeSelector", default={}
+        ),
+        required_node_affinity=required_na,
+        preferred_node_affinity=preferred_na,
+        preferred_node_affinity_error=preferred_error,
+        required_affinity=required_affinity,
+        required_anti_affinity=required_anti,
+        preferred_affinity=preferred_affinity,
+        preferred_anti_affinity=preferred_anti,
+        spread_constraints=problems.read(
+            _spread_constraints,
+            spec.get("topologySpreadConstraints"),
+            "spec.topologySpreadConstraints",
+            labels,
+            default=(),
+        ),
+        images=images,
+        pvc_names=tuple(pvcs),
+        owner_refs=owners,
+        conditions=conditions,
+        resource_claims=claims,
+        problems=tuple(found),
+    )
+
+
+def _pvc_names(raw: Any, pod_name: str) -> list[str]:
     pvcs: list[str] = []
-    for i, v in enumerate(volumes):
+    for i, v in enumerate(_list(raw, "spec.volumes")):
         if not isinstance(v, dict):
             raise InvalidObject(f"spec.volumes[{i}]", "must be an object")
         claim = v.get("persistentVolumeClaim")
@@ -559,76 +782,5 @@ def _pod_from_dict(
                 )
             pvcs.append(cn)
         elif isinstance(v.get("ephemeral"), dict):
-            pvcs.append(f"{name}-{v.get('name')}")
-
-    owners = tuple(
-        OwnerRef(
-            str(o.get("kind") or ""),
-            str(o.get("name") or ""),
-            str(o.get("uid") or ""),
-            bool(o.get("controller", False)),
-        )
-        for o in _list(meta.get("ownerReferences"), "metadata.ownerReferences")
-        if isinstance(o, dict)
-    )
-    conditions = tuple(
-        PodCondition(
-            str(c.get("type") or ""),
-            str(c.get("status") or ""),
-            str(c.get("reason") or ""),
-            str(c.get("message") or ""),
-        )
-        for c in _list(status.get("conditions"), "status.conditions")
-        if isinstance(c, dict)
-    )
-    gates = tuple(
-        str(g.get("name"))
-        for g in _list(spec.get("schedulingGates"), "spec.schedulingGates")
-        if isinstance(g, dict)
-    )
-    policy = spec.get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY
-    if policy not in (PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER):
-        raise InvalidObject("spec.preemptionPolicy", f"unsupported value {policy!r}")
-
-    return PodInfo(
-        uid=str(meta.get("uid") or f"{namespace}/{name}"),
-        namespace=namespace,
-        name=name,
-        priority=_int(spec.get("priority"), "spec.priority", 0),
-        preemption_policy=policy,
-        priority_class_name=str(spec.get("priorityClassName") or ""),
-        scheduler_name=str(spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME),
-        node_name=str(spec.get("nodeName") or ""),
-        phase=str(status.get("phase") or "Pending"),
-        scheduling_gates=gates,
-        creation_timestamp=parse_time(meta.get("creationTimestamp"), "metadata.creationTimestamp")
-        or 0.0,
-        start_time=parse_time(status.get("startTime"), "status.startTime"),
-        deletion_timestamp=parse_time(meta.get("deletionTimestamp"), "metadata.deletionTimestamp"),
-        nominated_node_name=str(status.get("nominatedNodeName") or ""),
-        labels=labels,
-        resource_version=str(meta.get("resourceVersion") or ""),
-        requests=requests,
-        non_zero_cpu=non_zero.get(CPU, 0),
-        non_zero_memory=non_zero.get(MEMORY, 0),
-        host_ports=_host_ports(port_sources),
-        tolerations=_tolerations(spec.get("tolerations"), "spec.tolerations"),
-        node_selector=_str_map(spec.get("nodeSelector"), "spec.nodeSelector"),
-        required_node_affinity=required_na,
-        preferred_node_affinity=tuple(preferred_na),
-        required_affinity=required_affinity,
-        required_anti_affinity=required_anti,
-        preferred_affinity=_weighted_terms(
-            pa.get(pref), f"spec.affinity.podAffinity.{pref}", namespace, labels
-        ),
-        preferred_anti_affinity=_weighted_terms(
-            paa.get(pref), f"spec.affinity.podAntiAffinity.{pref}", namespace, labels
-        ),
-        spread_constraints=_spread_constraints(
-            spec.get("topologySpreadConstraints"), "spec.topologySpreadConstraints", labels
-        ),
-        images=images,
-        pvc_names=tuple(pvcs),
-        owner_refs=owners,
-        conditions=conditions,
-    )
+            pvcs.append(f"{pod_name}-{v.get('name')}")
+    return pvcs

@@ -5,13 +5,23 @@ Semantics as upstream:
   ANDed. An empty selector ({}) matches everything; an absent (null) selector matches
   nothing, which is `LabelSelector.nothing()`.
 - NodeSelector: terms are ORed; within a term matchExpressions (In, NotIn, Exists,
-  DoesNotExist, Gt, Lt) and matchFields (metadata.name with In/NotIn) are ANDed; a term
+  DoesNotExist, Gt, Lt) and matchFields (In/NotIn on a node field) are ANDed; a term
   with no requirements matches nothing.
+
+Node selector terms parse lazily, as upstream's LazyErrorNodeSelector
+(k8s.io/component-helpers/scheduling/corev1/nodeaffinity): a term whose requirements do
+not parse (say `Gt` with value `high`, which the API server accepts because it only checks
+the value count) keeps its error text and matches no node; the other ORed terms still
+work. Strict callers (the profile's addedAffinity) turn any term error into InvalidObject.
+Only JSON of the wrong shape (a term that is not an object, values that are not strings)
+raises InvalidObject here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,15 +35,73 @@ GT = "Gt"
 LT = "Lt"
 
 _LABEL_OPS = frozenset({IN, NOT_IN, EXISTS, DOES_NOT_EXIST})
-_NODE_OPS = _LABEL_OPS | {GT, LT}
+_NODE_OPS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT)  # upstream's listing order
+_FIELD_OPS = (IN, NOT_IN)
 FIELD_NODE_NAME = "metadata.name"
 
 
-def _parse_int_label(value: str) -> int | None:
-    try:
-        return int(value)
-    except ValueError:
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+_DECIMAL_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+
+def parse_go_int64(value: str) -> int | None:
+    """The integer Go's strconv.ParseInt(value, 10, 64) reads, or None where it fails:
+    an optional sign then ASCII digits only (no underscores, no spaces, no other digit
+    scripts), within int64 (an overflow is a failure). Gt/Lt use exactly this on both
+    the requirement value and the node's label value (apimachinery labels.Requirement)."""
+    if _DECIMAL_INT.fullmatch(value) is None:
         return None
+    n = int(value)
+    return n if INT64_MIN <= n <= INT64_MAX else None
+
+
+def go_quote(value: str) -> str:
+    """Go's %q for the strings that reach error texts (label values, operators)."""
+    out = ['"']
+    for ch in value:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif not ch.isprintable():
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _go_json_strings(values: Iterable[str]) -> str:
+    return json.dumps(list(values), separators=(",", ":"), ensure_ascii=False)
+
+
+def _invalid(path: str, bad: str, detail: str) -> str:
+    """field.Invalid(path, value, detail).Error() as apimachinery renders it."""
+    return f"{path}: Invalid value: {bad}: {detail}"
+
+
+def _not_supported(path: str, value: str, supported: Iterable[str]) -> str:
+    """field.NotSupported(path, value, supported).Error()."""
+    listed = ", ".join(go_quote(v) for v in supported)
+    return f"{path}: Unsupported value: {go_quote(value)}: supported values: {listed}"
+
+
+def aggregate_message(errors: Iterable[str]) -> str:
+    """utilerrors.NewAggregate(errs).Error() of flattened errors: one error is its own
+    text; several are "[a, b]", duplicates dropped."""
+    seen: list[str] = []
+    for e in errors:
+        if e not in seen:
+            seen.append(e)
+    if len(seen) == 1:
+        return seen[0]
+    return "[" + ", ".join(seen) + "]" if seen else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +109,8 @@ class Requirement:
     key: str
     operator: str
     values: frozenset[str] = frozenset()
+    # Gt/Lt: the one value as strconv.ParseInt reads it (parsed once, at informer time)
+    number: int | None = None
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         op = self.operator
@@ -55,16 +125,25 @@ class Requirement:
         if op == DOES_NOT_EXIST:
             return self.key not in labels
         v = labels.get(self.key)
-        if v is None:
+        want = self.number
+        if v is None or want is None:
             return False
-        have = _parse_int_label(v)
-        want = _parse_int_label(next(iter(self.values))) if len(self.values) == 1 else None
-        if have is None or want is None:
+        have = parse_go_int64(v)
+        if have is None:
             return False
         return have > want if op == GT else have < want
 
+    def matches_field(self, node_name: str) -> bool:
+        """A matchFields requirement (In/NotIn with one value) against the node's fields:
+        only metadata.name exists; any other field reads as "" (fields.Set.Get)."""
+        value = node_name if self.key == FIELD_NODE_NAME else ""
+        hit = value in self.values
+        return hit if self.operator == IN else not hit
+
 
 def _requirement(raw: Any, path: str, ops: frozenset[str]) -> Requirement:
+    """A label selector requirement (metav1.LabelSelectorRequirement); anything
+    LabelSelectorAsSelector would refuse raises InvalidObject."""
     if not isinstance(raw, dict):
         raise InvalidObject(path, "must be an object")
     key = raw.get("key")
@@ -80,8 +159,6 @@ def _requirement(raw: Any, path: str, ops: frozenset[str]) -> Requirement:
         raise InvalidObject(f"{path}.values", f"must be non-empty for operator {op}")
     if op in (EXISTS, DOES_NOT_EXIST) and values:
         raise InvalidObject(f"{path}.values", f"must be empty for operator {op}")
-    if op in (GT, LT) and (len(values) != 1 or _parse_int_label(values[0]) is None):
-        raise InvalidObject(f"{path}.values", f"must be one integer for operator {op}")
     return Requirement(key, op, frozenset(values))
 
 
@@ -155,20 +232,27 @@ def parse_label_selector(raw: Any, path: str) -> LabelSelector:
 
 @dataclass(frozen=True, slots=True)
 class NodeSelectorTerm:
+    """One node selector term. `errors` holds the parse errors of its requirements in
+    upstream's words (field path relative to where the term was parsed); a term with
+    errors matches nothing, like upstream's nodeSelectorTerm.match."""
+
     expressions: tuple[Requirement, ...] = ()
     fields: tuple[Requirement, ...] = ()
+    errors: tuple[str, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.expressions and not self.fields and not self.errors
 
     def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
-        if not self.expressions and not self.fields:
+        if self.errors or (not self.expressions and not self.fields):
             return False
         for r in self.expressions:
             if not r.matches(labels):
                 return False
-        if self.fields:
-            name_labels = {FIELD_NODE_NAME: node_name}
-            for r in self.fields:
-                if not r.matches(name_labels):
-                    return False
+        for r in self.fields:  # noqa: SIM110 - a plain loop is faster on this hot path
+            if not r.matches_field(node_name):
+                return False
         return True
 
 
@@ -176,15 +260,20 @@ class NodeSelectorTerm:
 class NodeSelector:
     terms: tuple[NodeSelectorTerm, ...] = ()
 
+    @property
+    def errors(self) -> tuple[str, ...]:
+        return tuple(e for t in self.terms for e in t.errors)
+
     def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
         return any(t.matches(labels, node_name) for t in self.terms)
 
     def node_names(self) -> frozenset[str] | None:
         """The node names this selector is limited to when every term pins
-        metadata.name with In (as upstream's NodeAffinity PreFilter), else None."""
+        metadata.name with In (as upstream's NodeAffinity PreFilter, which reads the
+        raw terms, so a term with a parse error still contributes its names), else None."""
         names: set[str] = set()
         for t in self.terms:
-            pinned = [r for r in t.fields if r.operator == IN]
+            pinned = [r for r in t.fields if r.operator == IN and r.key == FIELD_NODE_NAME]
             if not pinned:
                 return None
             allowed = set(pinned[0].values)
@@ -194,7 +283,142 @@ class NodeSelector:
         return frozenset(names) if self.terms else None
 
 
-def parse_node_selector_term(raw: Any, path: str) -> NodeSelectorTerm:
+def _strings(raw: Any, path: str) -> list[str]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
+        raise InvalidObject(path, "must be a list of strings")
+    return raw
+
+
+class _TermErrors:
+    """Where a term's parse errors go: kept in upstream's words on the term (lazy), or
+    raised at once naming the JSON field (strict: the profile's addedAffinity)."""
+
+    def __init__(self, strict: bool) -> None:
+        self.strict = strict
+        self.found: list[str] = []
+
+    def add(self, json_path: str, detail: str, upstream: str) -> None:
+        if self.strict:
+            raise InvalidObject(json_path, detail)
+        self.found.append(upstream)
+
+
+def _node_requirement(
+    raw: Any, path: str, error_path: str, errors: _TermErrors
+) -> Requirement | None:
+    """A matchExpressions entry, as nodeSelectorRequirementsAsSelector and
+    labels.NewRequirement check it: an unknown operator, a value count that does not
+    fit the operator, or a Gt/Lt value strconv.ParseInt refuses is an error of the
+    term (which then matches nothing). Label key and value syntax is not re-checked:
+    the API server validates both when the pod is created."""
+    if not isinstance(raw, dict):
+        raise InvalidObject(path, "must be an object")
+    key = raw.get("key")
+    op = raw.get("operator")
+    if not isinstance(key, str) or not key:
+        raise InvalidObject(f"{path}.key", "must be a non-empty string")
+    if not isinstance(op, str):
+        raise InvalidObject(f"{path}.operator", "must be a string")
+    values = _strings(raw.get("values"), f"{path}.values")
+    if op not in _NODE_OPS:
+        errors.add(
+            f"{path}.operator",
+            f"unsupported operator {op!r}",
+            _not_supported(f"{error_path}.operator", op, _NODE_OPS),
+        )
+        return None
+    vpath, jpath = f"{error_path}.values", f"{path}.values"
+    before = len(errors.found)
+    number: int | None = None
+    if op in (IN, NOT_IN) and not values:
+        errors.add(
+            jpath,
+            f"must be non-empty for operator {op}",
+            _invalid(vpath, "null", "for 'in', 'notin' operators, values set can't be empty"),
+        )
+    elif op in (EXISTS, DOES_NOT_EXIST) and values:
+        errors.add(
+            jpath,
+            f"must be empty for operator {op}",
+            _invalid(
+                vpath,
+                _go_json_strings(values),
+                "values set must be empty for exists and does not exist",
+            ),
+        )
+    elif op in (GT, LT):
+        if len(values) != 1:
+            errors.add(
+                jpath,
+                f"must be one integer for operator {op}",
+                _invalid(
+                    vpath,
+                    _go_json_strings(values) if values else "null",
+                    "for 'Gt', 'Lt' operators, exactly one value is required",
+                ),
+            )
+        for i, v in enumerate(values):
+            parsed = parse_go_int64(v)
+            if parsed is None:
+                errors.add(
+                    jpath,
+                    f"must be one integer for operator {op}",
+                    _invalid(
+                        f"{vpath}[{i}]",
+                        go_quote(v),
+                        "for 'Gt', 'Lt' operators, the value must be an integer",
+                    ),
+                )
+            else:
+                number = parsed
+    if len(errors.found) > before:
+        return None
+    return Requirement(key, op, frozenset(values), number)
+
+
+def _field_requirement(
+    raw: Any, path: str, error_path: str, errors: _TermErrors
+) -> Requirement | None:
+    """A matchFields entry, as nodeSelectorRequirementsAsFieldSelector: In/NotIn with
+    exactly one value; any field key (only metadata.name has a value on a node). The
+    strict form also refuses other keys, as upstream's addedAffinity validation does."""
+    if not isinstance(raw, dict):
+        raise InvalidObject(path, "must be an object")
+    key = raw.get("key")
+    op = raw.get("operator")
+    if not isinstance(key, str):
+        raise InvalidObject(f"{path}.key", "must be a string")
+    if not isinstance(op, str):
+        raise InvalidObject(f"{path}.operator", "must be a string")
+    values = _strings(raw.get("values"), f"{path}.values")
+    if errors.strict and key != FIELD_NODE_NAME:
+        raise InvalidObject(f"{path}.key", f"unsupported field {key!r}")
+    if op not in _FIELD_OPS:
+        errors.add(
+            f"{path}.operator",
+            f"unsupported operator {op!r}",
+            _not_supported(f"{error_path}.operator", op, _FIELD_OPS),
+        )
+        return None
+    if len(values) != 1:
+        bad = _go_json_strings(values) if values else "null"
+        errors.add(
+            f"{path}.values",
+            f"must have exactly one value for operator {op}",
+            _invalid(f"{error_path}.values", bad, "must have one element"),
+        )
+        return None
+    return Requirement(key, op, frozenset(values))
+
+
+def parse_node_selector_term(
+    raw: Any, path: str, error_path: str | None = None, *, strict: bool = True
+) -> NodeSelectorTerm:
+    """A v1.NodeSelectorTerm. Parse errors are kept on the term with `error_path` as
+    the root of their field paths (upstream's path for this term); with `strict` the
+    first one raises InvalidObject naming its JSON field instead."""
     if not isinstance(raw, dict):
         raise InvalidObject(path, "must be an object")
     exprs = raw.get("matchExpressions") or []
@@ -203,19 +427,30 @@ def parse_node_selector_term(raw: Any, path: str) -> NodeSelectorTerm:
         raise InvalidObject(f"{path}.matchExpressions", "must be a list")
     if not isinstance(fields, list):
         raise InvalidObject(f"{path}.matchFields", "must be a list")
-    e = tuple(
-        _requirement(x, f"{path}.matchExpressions[{i}]", _NODE_OPS) for i, x in enumerate(exprs)
+    epath = path if error_path is None else error_path
+    errors = _TermErrors(strict)
+    e = [
+        _node_requirement(
+            x, f"{path}.matchExpressions[{i}]", f"{epath}.matchExpressions[{i}]", errors
+        )
+        for i, x in enumerate(exprs)
+    ]
+    f = [
+        _field_requirement(x, f"{path}.matchFields[{i}]", f"{epath}.matchFields[{i}]", errors)
+        for i, x in enumerate(fields)
+    ]
+    return NodeSelectorTerm(
+        tuple(r for r in e if r is not None),
+        tuple(r for r in f if r is not None),
+        tuple(errors.found),
     )
-    f: list[Requirement] = []
-    for i, x in enumerate(fields):
-        r = _requirement(x, f"{path}.matchFields[{i}]", frozenset({IN, NOT_IN}))
-        if r.key != FIELD_NODE_NAME:
-            raise InvalidObject(f"{path}.matchFields[{i}].key", f"unsupported field {r.key!r}")
-        f.append(r)
-    return NodeSelectorTerm(e, tuple(f))
 
 
-def parse_node_selector(raw: Any, path: str) -> NodeSelector:
+def parse_node_selector(raw: Any, path: str, *, strict: bool = True) -> NodeSelector:
+    """A v1.NodeSelector. Lazy (`strict=False`, a pod's required node affinity): a term
+    that does not parse matches nothing (upstream NewLazyErrorNodeSelector, whose error
+    paths start at "nodeSelectorTerms"). Empty terms stay: they match nothing, and
+    NodeAffinity's PreFilter reads them (an empty term pins no node names)."""
     if not isinstance(raw, dict):
         raise InvalidObject(path, "must be an object")
     terms = raw.get("nodeSelectorTerms") or []
@@ -223,7 +458,9 @@ def parse_node_selector(raw: Any, path: str) -> NodeSelector:
         raise InvalidObject(f"{path}.nodeSelectorTerms", "must be a list")
     return NodeSelector(
         tuple(
-            parse_node_selector_term(t, f"{path}.nodeSelectorTerms[{i}]")
+            parse_node_selector_term(
+                t, f"{path}.nodeSelectorTerms[{i}]", f"nodeSelectorTerms[{i}]", strict=strict
+            )
             for i, t in enumerate(terms)
         )
     )

@@ -78,7 +78,11 @@ def pv_from_dict(raw: Mapping[str, Any]) -> PVInfo:
     ref = spec.get("claimRef") or {}
     return PVInfo(
         name=meta["name"],
-        node_affinity=parse_node_selector(na, "spec.nodeAffinity.required") if na else None,
+        # lazy, as upstream's CheckNodeAffinity (MatchNodeSelectorTerms): a term that
+        # does not parse matches no node, the others still do; the PV stays visible
+        node_affinity=(
+            parse_node_selector(na, "spec.nodeAffinity.required", strict=False) if na else None
+        ),
         claim_ref=f"{ref.get('namespace')}/{ref.get('name')}" if ref.get("name") else "",
         phase=str(status.get("phase") or "Available"),
         resource_version=str(meta.get("resourceVersion") or ""),

@@ -1,6 +1,13 @@
 """NodeAffinity: nodeSelector, required node affinity and the profile's addedAffinity
 (Filter, UnschedulableAndUnresolvable); preferred terms (Score). PreFilter narrows the
-candidates when every required term pins metadata.name."""
+candidates when every required term pins metadata.name.
+
+Terms that do not parse (model.selectors): a required term matches no node and the
+other ORed terms still decide (upstream's LazyErrorNodeSelector; Filter ignores the
+error). Preferred terms are all-or-nothing, as upstream's NewPreferredSchedulingTerms:
+one bad term makes PreScore fail with the parse error, so a pod with more than one
+feasible node gets a scheduler error (SchedulerError), and one with a single feasible
+node is placed there without scoring (upstream skips scoring then)."""
 
 from __future__ import annotations
 
@@ -23,7 +30,9 @@ from scheduler.plugins.helpers import QUEUE, SKIP, default_normalize, event
 
 REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
-REASON_CONFLICT = "pod affinity terms conflict"  # upstream errReasonConflict
+# every required term pins metadata.name, and the pinned sets leave no node (upstream
+# errReasonConflict)
+REASON_CONFLICT = "pod affinity terms conflict"
 _PRESCORE_KEY = "PreScore" + names.NODE_AFFINITY
 
 
@@ -91,6 +100,9 @@ class NodeAffinity:
     def pre_score(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, slots: IntArray
     ) -> Status:
+        if pod.preferred_node_affinity_error:
+            # upstream PreScore: fwk.AsStatus(err) of getPodPreferredNodeAffinity
+            return Status(Code.ERROR, (pod.preferred_node_affinity_error,), self.name)
         terms = (*pod.preferred_node_affinity, *self.args.added_preferred)
         if not terms:
             return Status(Code.SKIP)

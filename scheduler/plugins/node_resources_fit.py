@@ -1,6 +1,12 @@
 """NodeResourcesFit: Filter (requests must fit allocatable minus requested; "Too many
-pods"; "Insufficient <resource>"; Unschedulable, so preemption may help) and Score
-(LeastAllocated default, MostAllocated, RequestedToCapacityRatio), as upstream.
+pods"; "Insufficient <resource>") and Score (LeastAllocated default, MostAllocated,
+RequestedToCapacityRatio), as upstream.
+
+The Filter's code is Unschedulable (preemption may help), unless some short resource is
+requested beyond the node's whole allocatable: then no eviction can make room and the
+code is UnschedulableAndUnresolvable, so preemption does not dry-run that node (upstream
+fitsRequest's InsufficientResource.Unresolvable, v1.37.2 noderesources/fit.go; "Too many
+pods" never makes it unresolvable).
 
 Batch form: one comparison per requested resource over the table columns; each
 rejected node gets a bitmask of what is short, and one Status per distinct bitmask.
@@ -92,14 +98,19 @@ class NodeResourcesFit:
 
     def filter(self, state: CycleState, pod: PodInfo, view: NodeView) -> Status:
         reasons = []
+        unresolvable = False
         if len(view.pods) + 1 > view.allocatable.get("pods", 0):
             reasons.append(TOO_MANY_PODS)
         for r, amount in self._wanted(state, pod):
-            if amount > view.allocatable.get(r, 0) - view.requested.get(r, 0):
+            alloc = view.allocatable.get(r, 0)
+            if amount > alloc - view.requested.get(r, 0):
                 reasons.append(insufficient(r))
-        if reasons:
-            return Status.unschedulable(*reasons, plugin=self.name)
-        return Status.success()
+                unresolvable = unresolvable or amount > alloc
+        if not reasons:
+            return Status.success()
+        if unresolvable:
+            return Status.unresolvable(*reasons, plugin=self.name)
+        return Status.unschedulable(*reasons, plugin=self.name)
 
     def filter_batch(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, slots: IntArray
@@ -108,13 +119,19 @@ class NodeResourcesFit:
         wanted = self._wanted(state, pod)
         labels = [TOO_MANY_PODS] + [insufficient(r) for r, _ in wanted]
         bits = (table.pod_count[slots] + 1 > table.max_pods[slots]).astype(np.int64)
+        # one bit past the labels: some short resource exceeds the whole allocatable
+        unresolvable_bit = len(labels)
         for i, (r, amount) in enumerate(wanted, start=1):
             col = table.column(r)
             if col is None:
                 short = np.ones(len(slots), dtype=np.bool_)
+                beyond = short
             else:
-                short = amount > table.alloc[slots, col] - table.req[slots, col]
+                alloc = table.alloc[slots, col]
+                short = amount > alloc - table.req[slots, col]
+                beyond = short & (amount > alloc)
             bits |= short.astype(np.int64) << i
+            bits |= beyond.astype(np.int64) << unresolvable_bit
         passed = bits == 0
         if passed.all():
             return BatchFilterResult(passed)
@@ -123,7 +140,10 @@ class NodeResourcesFit:
         for mask in np.unique(bits[~passed]).tolist():
             rs = [labels[i] for i in range(len(labels)) if mask >> i & 1]
             reasons[bits == mask] = len(statuses)
-            statuses.append(Status.unschedulable(*rs, plugin=self.name))
+            if mask >> unresolvable_bit & 1:
+                statuses.append(Status.unresolvable(*rs, plugin=self.name))
+            else:
+                statuses.append(Status.unschedulable(*rs, plugin=self.name))
         return BatchFilterResult(passed, statuses, reasons)
 
     # -------------------------------------------------------------- score

@@ -25,10 +25,12 @@ _BASE = (CPU, MEMORY, EPHEMERAL_STORAGE)
 
 
 def pod_request(pod: PodInfo, resource: str, use_requested: bool) -> int:
+    # not use_requested is NodeResourcesFit's scorer, which upstream builds without the
+    # PodLevelResources flag: its own cpu/memory view of the pod (model.pod_resources)
     if not use_requested and resource == CPU:
-        return pod.non_zero_cpu
+        return pod.fit_score_cpu
     if not use_requested and resource == MEMORY:
-        return pod.non_zero_memory
+        return pod.fit_score_memory
     return pod.requests.get(resource, 0)
 
 

@@ -204,6 +204,53 @@ class PodBuilder:
         )
         return self
 
+    def preferred_node_affinity_term(
+        self, weight: int, exprs: list[dict[str, Any]]
+    ) -> PodBuilder:
+        """A preferred node-affinity term with arbitrary expressions (e.g. Gt/Lt)."""
+        na = self._affinity().setdefault("nodeAffinity", {})
+        na.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).append(
+            {"weight": weight, "preference": {"matchExpressions": exprs}}
+        )
+        return self
+
+    def pod_resources(self, **res: str | int) -> PodBuilder:
+        """Pod-level requests (spec.resources.requests)."""
+        self._spec["resources"] = {"requests": {_res_name(k): str(v) for k, v in res.items()}}
+        return self
+
+    def container_status(
+        self,
+        name: str,
+        allocated: dict[str, str] | None = None,
+        actuated: dict[str, str] | None = None,
+    ) -> PodBuilder:
+        """A containerStatuses entry carrying what the kubelet allocated
+        (allocatedResources) and actuated (resources.requests) during a resize."""
+        cs: dict[str, Any] = {"name": name}
+        if allocated is not None:
+            cs["allocatedResources"] = dict(allocated)
+        if actuated is not None:
+            cs["resources"] = {"requests": dict(actuated)}
+        self._raw["status"].setdefault("containerStatuses", []).append(cs)
+        return self
+
+    def pod_status_resources(
+        self, allocated: dict[str, str] | None = None, actuated: dict[str, str] | None = None
+    ) -> PodBuilder:
+        """Pod-level resize status: status.allocatedResources and status.resources."""
+        if allocated is not None:
+            self._raw["status"]["allocatedResources"] = dict(allocated)
+        if actuated is not None:
+            self._raw["status"]["resources"] = {"requests": dict(actuated)}
+        return self
+
+    def resource_claim(self, name: str, template: str = "tmpl") -> PodBuilder:
+        self._spec.setdefault("resourceClaims", []).append(
+            {"name": name, "resourceClaimTemplateName": template}
+        )
+        return self
+
     def _pod_term(
         self,
         topology_key: str,

@@ -87,3 +87,60 @@ def test_a_pending_pod_that_starts_terminating_leaves_the_queue() -> None:
     handler.on_add(pod)
     handler.on_update(pod, make_pod("p").uid(pod.uid).scheduler(SCHED).terminating().obj())
     assert queue.where(pod.uid) is None
+
+
+def test_a_pod_with_resource_claims_is_refused_once_and_never_queued() -> None:
+    _, _, queue, _, handler = _setup()
+    refused: list[tuple[str, str]] = []
+    handler.on_refused = lambda pod, why: refused.append((pod.key, why))
+    pod = make_pod("dra").scheduler(SCHED).resource_claim("gpu").obj()
+    handler.on_add(pod)
+    assert queue.where(pod.uid) is None
+    assert refused == [
+        (
+            "default/dra",
+            "pod has resource claims (spec.resourceClaims: gpu); this scheduler does not "
+            "implement dynamic resource allocation",
+        )
+    ]
+    # our own PodScheduled=False patch comes back as an update: no second refusal
+    patched = make_pod("dra").uid(pod.uid).scheduler(SCHED).resource_claim("gpu")
+    handler.on_update(pod, patched.condition("PodScheduled", "False", "Unschedulable").obj())
+    assert len(refused) == 1
+    # another scheduler's pod is none of our business
+    other = make_pod("theirs").scheduler("default-scheduler").resource_claim("gpu").obj()
+    handler.on_add(other)
+    assert len(refused) == 1
+
+
+def test_a_bound_pod_with_claims_or_unreadable_parts_still_counts_on_its_node() -> None:
+    _, cache, _, _, handler = _setup()
+    dra = make_pod("dra").scheduler("x").node("n1").requests(cpu="1").resource_claim("gpu")
+    raw = make_pod("odd").scheduler("x").node("n1").requests(cpu="2").host_port(80).raw()
+    raw["spec"]["tolerations"] = "everything"  # JSON the API server never stores
+    from scheduler.model import pod_from_dict
+
+    odd = pod_from_dict(raw)
+    assert odd.problems
+    handler.on_add(dra.obj())
+    handler.on_add(odd)
+    node = cache.new_snapshot().get("n1")
+    assert node is not None
+    assert node.requested["cpu"] == 3000
+    assert [hp.port for hp in node.used_ports] == [80]
+
+
+def test_a_pending_pod_that_becomes_unreadable_leaves_the_queue_and_is_told() -> None:
+    _, _, queue, _, handler = _setup()
+    refused: list[str] = []
+    handler.on_refused = lambda pod, why: refused.append(why)
+    pod = make_pod("p").scheduler(SCHED).obj()
+    handler.on_add(pod)
+    assert queue.where(pod.uid) == ACTIVE
+    raw = make_pod("p").uid(pod.uid).scheduler(SCHED).raw()
+    raw["spec"]["nodeSelector"] = ["not", "a", "map"]
+    from scheduler.model import pod_from_dict
+
+    handler.on_update(pod, pod_from_dict(raw))
+    assert queue.where(pod.uid) is None
+    assert len(refused) == 1 and "spec.nodeSelector" in refused[0]

@@ -204,35 +204,20 @@ def test_node_affinity_and_pvcs_and_conditions() -> None:
             lambda r: r["metadata"].update(creationTimestamp="yesterday"),
             "metadata.creationTimestamp",
         ),
-        (
-            lambda r: r["spec"].update(
-                affinity={
-                    "nodeAffinity": {
-                        "requiredDuringSchedulingIgnoredDuringExecution": {
-                            "nodeSelectorTerms": [
-                                {
-                                    "matchExpressions": [
-                                        {"key": "k", "operator": "Gt", "values": ["x"]}
-                                    ]
-                                }
-                            ]
-                        }
-                    }
-                }
-            ),
-            "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-            ".nodeSelectorTerms[0].matchExpressions[0].values",
-        ),
     ],
 )
-def test_malformed_pod_raises_invalid_object_naming_the_field(mutate: Any, path: str) -> None:
-    raw = make_pod("bad", "ns").raw()
+def test_unreadable_field_is_a_problem_and_the_rest_still_counts(mutate: Any, path: str) -> None:
+    # JSON the API server never stores: the pod is still read (its requests and ports
+    # keep counting on its node), and refused for placement with the field named
+    builder = make_pod("bad", "ns").container(memory="1Gi").host_port(8080)
+    raw = builder.raw()
     mutate(raw)
-    with pytest.raises(InvalidObject) as err:
-        pod_from_dict(raw)
-    assert err.value.path == path
-    assert err.value.key == "ns/bad"
-    assert "ns/bad" in str(err.value)
+    p = pod_from_dict(raw)
+    assert any(problem.startswith(path + ":") for problem in p.problems), p.problems
+    assert p.refusal().startswith("the scheduler cannot read this pod: ")
+    assert path in p.refusal()
+    assert p.requests["memory"] == GI
+    assert [hp.port for hp in p.host_ports] == [8080]
 
 
 def test_pod_without_name_is_invalid() -> None:

@@ -160,9 +160,44 @@ def test_taint_and_affinity_rejections_are_unresolvable_resources_are_not() -> N
     from builders import make_snapshot
 
     fw = make_framework()
-    snap = make_snapshot([make_node("a").taint("k"), make_node("b").capacity(cpu="1")])
+    snap = make_snapshot(
+        [make_node("a").taint("k"), make_node("b").capacity(cpu="3")],
+        [make_pod("used").node("b").requests(cpu="2")],
+    )
     statuses = filter_statuses(fw, make_pod("p").requests(cpu="2").obj(), snap)
     assert statuses["a"].code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    # short only because of what runs there: evicting it would help
     assert statuses["b"].code == Code.UNSCHEDULABLE
     assert statuses["a"].plugin == "TaintToleration"
     assert statuses["b"].plugin == "NodeResourcesFit"
+
+
+@pytest.mark.parametrize(
+    ("requests", "code", "reasons"),
+    [
+        # beyond the whole allocatable: preemption cannot help (upstream fitsRequest)
+        ({"cpu": "5"}, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("Insufficient cpu",)),
+        ({"memory": "5Gi"}, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("Insufficient memory",)),
+        ({"example.com/gpu": "1"}, Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+         ("Insufficient example.com/gpu",)),
+        # one short resource beyond allocatable makes the whole status unresolvable
+        ({"cpu": "2", "memory": "5Gi"}, Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+         ("Insufficient cpu", "Insufficient memory")),
+        # short only because of the running pod: preemption may help
+        ({"cpu": "2"}, Code.UNSCHEDULABLE, ("Insufficient cpu",)),
+    ],
+)  # fmt: skip
+def test_request_beyond_allocatable_is_unresolvable(
+    requests: dict[str, str], code: Code, reasons: tuple[str, ...]
+) -> None:
+    from builders import make_snapshot
+
+    fw = make_framework()
+    snap = make_snapshot(
+        [make_node("n").capacity(cpu="4", memory="4Gi")],
+        [make_pod("used").node("n").requests(cpu="3")],
+    )
+    st = filter_statuses(fw, make_pod("p").requests(**requests).obj(), snap)["n"]
+    assert st.code == code
+    assert st.reasons == reasons
+    assert st.plugin == "NodeResourcesFit"

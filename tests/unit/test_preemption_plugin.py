@@ -465,9 +465,10 @@ def test_factory_rejects_foreign_args() -> None:
         # dry-run statuses count for the nodes tried
         ("full", make_pod("p").priority(0).requests(cpu="3"),
          "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."),
-        # still too big with every victim gone: the first failing filter's reason
+        # above every node's allocatable: UnschedulableAndUnresolvable (noderesources
+        # fit.go), so no node is dry-run and each gets the absent status
         ("full", make_pod("p").priority(100).requests(cpu="5"),
-         "preemption: 0/2 nodes are available: 2 Insufficient cpu."),
+         "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."),
         # found: upstream Preempt's success text
         ("full", make_pod("p").priority(100).requests(cpu="3"),
          "preemption: found a potential placement for pod on node n0, preempting 3 victims"),
