@@ -8,8 +8,11 @@ Routing rule for pods, the one upstream uses:
   queue;
 - a pod that goes from unassigned to assigned leaves the queue and enters the cache (this
   is how our own binds, and binds by others, are confirmed).
-The nominator follows nominatedNodeName on every pod (ours or not) and drops a
-nomination when its pod is bound, deleted or nominated elsewhere.
+The nominator follows nominatedNodeName on pods of our profiles only, as upstream's does
+(its nominator lives in the scheduling queue, which only responsible pods reach:
+eventhandlers.go, backend/queue/nominator.go): another scheduler's nomination reserves
+nothing here. A nomination is dropped when its pod is bound, deleted or nominated
+elsewhere.
 
 No pod the API server stores is dropped: the model reads every pod it can name (see
 model.pod), so an assigned pod always counts on its node. A pending pod of ours that this
@@ -111,7 +114,8 @@ class PodEventHandler:
             self.on_refused(pod, reason)
 
     def on_add(self, pod: PodInfo) -> None:
-        self.nominator.on_pod_add(pod)
+        if self.responsible_for(pod):
+            self.nominator.on_pod_add(pod)
         if pod.node_name:
             self.cache.add_pod(pod)
             self.queue.assigned_pod_added(pod)
@@ -121,7 +125,8 @@ class PodEventHandler:
             self._refuse(pod, None)
 
     def on_update(self, old: PodInfo, new: PodInfo) -> None:
-        self.nominator.on_pod_update(old, new)
+        if self.responsible_for(new) or self.responsible_for(old):
+            self.nominator.on_pod_update(old, new)
         if new.node_name:
             if old.node_name:
                 self.cache.update_pod(old, new)
@@ -161,7 +166,8 @@ class PodEventHandler:
             self.queue.activate(waiting)
 
     def on_delete(self, pod: PodInfo) -> None:
-        self.nominator.on_pod_delete(pod)
+        if self.responsible_for(pod):
+            self.nominator.on_pod_delete(pod)
         if pod.node_name:
             self.cache.remove_pod(pod)
             self.queue.assigned_pod_deleted(pod)

@@ -6,11 +6,12 @@ What counts (issue 9):
 - the PodScheduled=False message, word for word, where both refused the pod;
 - the chosen node, where upstream's choice was unique (one top score, or one feasible node);
 - the final score of every node both scored;
-- preemption: whether one happened, and the victims' count and priorities.
+- preemption: the number of victims (from the "preempting N victims" text each writes), and the victims' priorities (what upstream deleted must be among ours).
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,6 +53,16 @@ def _unique_choice(d: Decision) -> str | None:
     top = max(d.scores.values())
     best = [n for n, s in d.scores.items() if s == top]
     return best[0] if len(best) == 1 else None
+
+
+_PREEMPTING = re.compile(r"preempting (\d+) victims")
+
+
+def _victim_count(d: Decision) -> int:
+    """How many victims the scheduler chose: its own message says so ("found a potential
+    placement for pod on node X, preempting N victims"), else the DELETEs it sent."""
+    m = _PREEMPTING.search(d.message or "")
+    return int(m.group(1)) if m else len(d.victims)
 
 
 def compare(
@@ -107,10 +118,18 @@ def compare(
 
     if up.victims or ours.victims or result.priority_class == "oracle-high":
         made["preemption"] += 1
-        vu = sorted(victim_priority.get(v, "?") for v in up.victims)
-        vo = sorted(victim_priority.get(v, "?") for v in ours.victims)
-        if bool(up.victims) != bool(ours.victims) or vu != vo:
-            diff("preemption", f"upstream victims {vu} ({up.victims}), ours {vo} ({ours.victims})")
+        nu, no = _victim_count(up), _victim_count(ours)
+        vu = Counter(victim_priority.get(v, "?") for v in up.victims)
+        vo = Counter(victim_priority.get(v, "?") for v in ours.victims)
+        # upstream deletes the last victim only after the others are gone (its async
+        # preemption), so with DELETEs refused it never sends that one: what it did send
+        # must be among ours by priority, and the counts come from the messages
+        if nu != no or vu - vo:
+            diff(
+                "preemption",
+                f"upstream {nu} victim(s), sent {sorted(vu.elements())} ({up.victims}); "
+                f"ours {no}, sent {sorted(vo.elements())} ({ours.victims})",
+            )
     return diffs, made
 
 

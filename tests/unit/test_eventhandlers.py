@@ -144,3 +144,18 @@ def test_a_pending_pod_that_becomes_unreadable_leaves_the_queue_and_is_told() ->
     handler.on_update(pod, pod_from_dict(raw))
     assert queue.where(pod.uid) is None
     assert len(refused) == 1 and "spec.nodeSelector" in refused[0]
+
+
+def test_another_schedulers_nomination_reserves_nothing_here() -> None:
+    # upstream's nominator holds only pods of its own profiles (found by the oracle: a
+    # pod nominated by kube-scheduler made this scheduler report "Too many pods")
+    _, _, _, nominator, handler = _setup()
+    theirs = make_pod("t").scheduler("default-scheduler").nominated("n1").obj()
+    handler.on_add(theirs)
+    assert nominator.nominated_node(theirs) is None
+    renominated = make_pod("t").scheduler("default-scheduler").nominated("n2").obj()
+    handler.on_update(theirs, renominated)
+    assert nominator.nominated_pods_for_node("n2") == []
+    ours = make_pod("o").scheduler(SCHED).nominated("n1").obj()
+    handler.on_add(ours)
+    assert nominator.nominated_node(ours) == "n1"
