@@ -48,20 +48,22 @@ def run(ctx: RunContext, result: CaseResult) -> None:
     )
     try:
         bed.namespace(NS)
-        sched = bed.start_scheduler("a", settings)
+        # the pods are all there when the scheduler starts (as after a restart, or a
+        # burst faster than any client creates pods here): it meets the whole burst at once
         t0 = time.monotonic()
         ctx.say(f"creating {pods} pods ({fit} fit)")
         bed.create_pods(NS, pods_named("p", pods, cpu=POD_CPU), workers=16)
-        created_in = time.monotonic() - t0
-        result.figure("seconds to create the pods", round(created_in, 1))
+        result.figure("seconds to create the pods", round(time.monotonic() - t0, 1))
+        sched = bed.start_scheduler("a", settings)
+        t0 = time.monotonic()
         pending = pods - fit
         # each bound pod: a bind and a Scheduled event; each pending pod: at least a
         # status patch and a FailedScheduling event. All go through the qps.
         writes = 2 * fit + 2 * pending
-        allowed = created_in + max(0.0, (writes - settings.burst) / settings.qps)
+        allowed = max(0.0, (writes - settings.burst) / settings.qps)
         deadline = allowed + 30 + 2 * settings.pod_max_backoff  # slack for a loaded machine
         result.figure("writes needed", writes)
-        result.figure("seconds the qps allows (creation included)", round(allowed, 1))
+        result.figure("seconds the qps allows (from the scheduler's start)", round(allowed, 1))
 
         def state() -> tuple[set[str], set[str]]:
             pending_names = {
