@@ -44,12 +44,14 @@ class SchedulerDeleteWebhook(DeleteWebhook):
     kwok's pass uncounted."""
 
     def _review(self, body: dict[str, Any]) -> dict[str, Any]:
-        groups = body["request"].get("userInfo", {}).get("groups") or []
-        if audit.SCHEDULER_GROUP not in groups:
+        req = body["request"]
+        groups = req.get("userInfo", {}).get("groups") or []
+        # the harness's own probe (webhook-probe) must be counted: start() waits for it
+        if audit.SCHEDULER_GROUP not in groups and req.get("name") != "webhook-probe":
             return {
                 "apiVersion": "admission.k8s.io/v1",
                 "kind": "AdmissionReview",
-                "response": {"uid": body["request"]["uid"], "allowed": True},
+                "response": {"uid": req["uid"], "allowed": True},
             }
         return super()._review(body)
 
