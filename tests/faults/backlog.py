@@ -59,6 +59,9 @@ def run(ctx: RunContext, result: CaseResult) -> None:
             ctx.say(f"  t={time.time() - start:4.0f}s holder={spec.get('holderIdentity', '')[-8:]} "
                     f"transitions={int(spec.get('leaseTransitions') or 0) - transitions0} "
                     f"a alive={a.alive()} b alive={b.alive()}")  # fmt: skip
+            if not (a.alive() or b.alive()):
+                ctx.say("  both replicas have exited: the outcome is settled, stopping early")
+                break
             time.sleep(min(10.0, max(0.0, end - time.time())))
         end = time.time()
         writes = [c for c in bed.audit.lease_writes(LEASE_NAME) if c.ok]

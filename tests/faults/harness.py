@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from scheduler.cluster import process
 from scheduler.cluster.local import LocalCluster
 from scheduler.cluster.nodes import NodeGroup
 from tests.faults import audit
@@ -238,12 +239,22 @@ class Bed:
     def kill_apiserver(self) -> None:
         self.local.stop_component("kube-apiserver", sig=signal.SIGKILL)
 
-    def start_apiserver(self) -> None:
-        before = self.local.api_url
-        self.local.start_component("kube-apiserver")
-        if self.local.api_url != before:
-            # its port was taken while it was down: every client still points at the old one
-            raise RuntimeError(f"the API server came back on another port ({self.local.api_url})")
+    def start_apiserver(self, attempts: int = 5) -> None:
+        """Starts kube-apiserver again on its old port: the schedulers' kubeconfigs name
+        it. LocalCluster.start_component moves a component that exits during start to new
+        ports (right for `cluster up`, wrong here), so a move is undone and retried."""
+        assert self.local.state is not None
+        port = self.local.state.ports["kube-apiserver"]
+        for attempt in range(attempts):
+            self.local.start_component("kube-apiserver")
+            if self.local.state.ports["kube-apiserver"] == port:
+                return
+            why = process.last_log_line(self.local.log_dir, "kube-apiserver")
+            self.say(f"kube-apiserver moved off port {port} on start ({why}); retrying")
+            self.local.stop_component("kube-apiserver", sig=signal.SIGKILL)
+            self.local.state.ports["kube-apiserver"] = port
+            time.sleep(1.0 + attempt)  # whoever held the port may let go of it
+        raise RuntimeError(f"kube-apiserver could not get its port {port} back")
 
     # ------------------------------------------------------------- objects
     def namespace(self, name: str) -> str:
@@ -308,7 +319,7 @@ class Bed:
         hook.start()
         if hook._server is not None:
             # a connection cut by an API server kill is expected here: no traceback
-            hook._server.handle_error = lambda request, address: None  # type: ignore[method-assign]
+            hook._server.handle_error = lambda request, address: None  # type: ignore[method-assign,assignment]
         self.webhooks.append(hook)
         return hook
 
