@@ -65,10 +65,11 @@ def run(ctx: RunContext, result: CaseResult) -> None:
             time.sleep(min(10.0, max(0.0, end - time.time())))
         end = time.time()
         writes = [c for c in bed.audit.lease_writes(LEASE_NAME) if c.ok]
-        holders = [
-            c.user for c in sorted(writes, key=lambda c: c.completed) if c.completed >= start
-        ]
-        changes = sum(1 for x, y in itertools.pairwise(holders) if x != y)
+        ordered = sorted(writes, key=lambda c: c.completed)
+        # a change: a write during the run by another replica than the write before it
+        changes = sum(
+            1 for x, y in itertools.pairwise(ordered) if y.completed >= start and x.user != y.user
+        )
         transitions = int(bed.lease().get("leaseTransitions") or 0) - transitions0
         gap = renewal_gaps([c.completed for c in writes], start, end)
         result.figure("observed seconds", round(end - start, 1))
