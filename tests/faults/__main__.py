@@ -16,17 +16,19 @@ import tempfile
 import time
 from pathlib import Path
 
+import scheduler
 from tests.faults.registry import RunContext, cases, run_case
 from tests.faults.result import CaseResult
 
 
-def _commit() -> str:
+def _commit(folder: Path) -> str:
+    """The git commit of the tree holding `folder` ("+dirty" when it has changes)."""
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, check=True, cwd=Path(__file__).resolve().parent)  # fmt: skip
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "scheduler"], capture_output=True,
-                               text=True, check=True, cwd=Path(__file__).resolve().parent)  # fmt: skip
-        return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True, cwd=folder)  # fmt: skip
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "."], capture_output=True,
+                               text=True, check=True, cwd=folder)  # fmt: skip
+        return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -67,9 +69,12 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--minutes must be positive")
     chosen = [all_cases[n] for n in (args.only or list(all_cases))]
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="faults-"))
-    commit = _commit()
+    # the scheduler under test may come from another tree than the suite (PYTHONPATH)
+    commit = _commit(Path(scheduler.__file__).resolve().parent)
+    suite = _commit(Path(__file__).resolve().parent)
     mode = "reduced" if args.reduced else "full"
-    print(f"fault suite: {len(chosen)} case(s), {mode} form, commit {commit}, work dir {workdir}")
+    print(f"fault suite: {len(chosen)} case(s), {mode} form, scheduler at commit {commit} "
+          f"(suite at {suite}), work dir {workdir}")  # fmt: skip
     results: list[CaseResult] = []
     t0 = time.monotonic()
     for i, case in enumerate(chosen, 1):
@@ -87,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{time.monotonic() - t0:.0f}s elapsed", flush=True)  # fmt: skip
         if args.out:  # written after each case, so an interrupted run keeps what it did
             args.out.write_text(json.dumps(
-                {"commit": commit, "mode": mode, "results": [x.as_dict() for x in results]},
+                {"scheduler_commit": commit, "suite_commit": suite, "mode": mode,
+                 "results": [x.as_dict() for x in results]},
                 indent=2, default=str))  # fmt: skip
     print()
     print(_table(results))
