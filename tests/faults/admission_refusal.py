@@ -89,6 +89,10 @@ def run(ctx: RunContext, result: CaseResult) -> None:
         )
         result.check("no preemptor stuck (every preemptor bound)", met,
                      f"unbound: {sorted(high - bound_names(bed, VICTIMS))[:8]}" if not met else f"{len(high)} bound")  # fmt: skip
+        deleted = len({c.pod for c in bed.audit.pod_deletes({VICTIMS}) if c.ok})
+        # one 1-cpu victim makes room for one 1-cpu preemptor: more is a preemption that
+        # was decided again (a refused DELETE leaves the first victim in place)
+        result.figure("victims beyond one per preemptor", deleted - preemptor_count)
         invariants.webhook_admitted_once(result, delete_hook)
         invariants.deleted_at_most_once(
             result, bed.audit.pod_deletes({VICTIMS}), victims=preemptor_count

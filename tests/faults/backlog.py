@@ -32,7 +32,7 @@ def renewal_gaps(times: list[float], start: float, end: float) -> float:
 
 def run(ctx: RunContext, result: CaseResult) -> None:
     pods = 3000 if ctx.full else 1000
-    duration = 600.0 if ctx.full else 60.0
+    duration = 600.0 if ctx.full else 45.0
     settings = PRODUCTION
     assert settings.lease is not None
     lease = settings.lease
