@@ -1,6 +1,8 @@
 """The leader SIGSTOPped past its lease, with two replicas, while pods keep arriving.
 
-Replica a leads and binds; it is frozen (SIGSTOP) with binds and Lease renewals pending.
+Replica a leads and binds; it is frozen (SIGSTOP) while a renewal of its Lease is in
+flight (renewals are slowed at an admission webhook to make that moment observable),
+with pods arriving all the time.
 b must take the Lease once it has expired and carry on. Then a is thawed (SIGCONT): its
 clock has jumped past its renew deadline, and whatever it had queued or in flight it
 must not bind anything any more: it is no longer the leader.
@@ -19,6 +21,7 @@ import time
 from scheduler.cluster.nodes import NodeGroup
 from tests.faults import invariants
 from tests.faults.harness import FAST_LEASE, PRODUCTION_LEASE, Bed, SchedulerSettings, wait_until
+from tests.faults.lease_webhook import LeaseDelayWebhook
 from tests.faults.registry import Case, RunContext
 from tests.faults.result import CaseResult
 from tests.kube import pod_manifest
@@ -47,7 +50,7 @@ class PodStream:
         while not self._stop.is_set():
             name = f"s-{i:05d}"
             status, out = admin.request(
-                "POST", f"/api/v1/namespaces/{NS}/pods", pod_manifest(name, cpu="50m")
+                "POST", f"/api/v1/namespaces/{NS}/pods", pod_manifest(name, cpu="25m")
             )
             if status == 201:
                 self.created.append(name)
@@ -64,9 +67,11 @@ class PodStream:
 def run(ctx: RunContext, result: CaseResult) -> None:
     lease = PRODUCTION_LEASE if ctx.full else FAST_LEASE
     settings = SchedulerSettings(lease=lease)
-    # 4 x 8 cpu hold 640 pods of 50m: far more than the stream makes
+    # 4 x 8 cpu hold 1280 pods of 25m: far more than the stream makes. The stream is
+    # fast so that a wakes to a backlog of pods it saw arrive while frozen
     bed = Bed(ctx.workdir, [NodeGroup(count=4, name_prefix="lp", cpu="8", memory="64Gi")], ctx.say)
     stream: PodStream | None = None
+    lease_hook: LeaseDelayWebhook | None = None
     try:
         bed.namespace(NS)
         a = bed.start_scheduler("a", settings)
@@ -76,17 +81,27 @@ def run(ctx: RunContext, result: CaseResult) -> None:
         )
         if not result.check("a leads", met, f"lease: {bed.lease()}"):
             return
+        # every renewal of the Lease waits half a retry period at admission, so the
+        # leader can be frozen with a renewal in flight: on waking it receives a success
+        # for a request sent long ago, which must not count as a fresh renewal
+        lease_hook = LeaseDelayWebhook(bed, delay=lease.retry_period / 2).start()
+        if not result.check(
+            "renewals pass the Lease webhook", lease_hook.wait_active(30 + lease.duration)
+        ):
+            return
         b = bed.start_scheduler("b", settings)
         transitions0 = int(bed.lease().get("leaseTransitions") or 0)
-        stream = PodStream(bed, interval=0.15).start()
+        stream = PodStream(bed, interval=0.08).start()
 
         def binds_by(user: str) -> int:
             return sum(1 for c in bed.audit.binds({NS}) if c.ok and c.user == user)
 
         wait_until(lambda: binds_by(a.user) >= 5, 30)
-        ctx.say(f"a has bound {binds_by(a.user)} pods: SIGSTOP a")
+        met, _ = wait_until(lambda: lease_hook.renewing(a.user), 10 + 3 * lease.retry_period, 0.01)
+        ctx.say(f"a has bound {binds_by(a.user)} pods; renewal in flight: {met}: SIGSTOP a")
         stopped_at = time.monotonic()
         a.signal(signal.SIGSTOP)
+        result.figure("a frozen with a Lease renewal in flight", met)
         # b may take the Lease leaseDuration after it last saw it change, and it looks
         # every retryPeriod * (1 + 1.2 jitter)
         takeover_bound = lease.duration + 2.2 * lease.retry_period + 30
@@ -147,6 +162,8 @@ def run(ctx: RunContext, result: CaseResult) -> None:
     finally:
         if stream is not None:
             stream.stop()
+        if lease_hook is not None:
+            lease_hook.stop()
         bed.close()
 
 
