@@ -141,6 +141,14 @@ def run(ctx: RunContext, result: CaseResult) -> None:
             sum(1 for c in binds if c.user == a.user and c.received < cont_wall),
         )
         result.figure("binds by b", sum(1 for c in binds if c.user == b.user and c.ok))
+        result.figure("binding requests by a after SIGCONT", len(late))
+        # accepted ones: pods the former leader bound while b led (two binders at once)
+        result.figure("... of which accepted (201)", sum(1 for c in late if c.ok))
+        if late:
+            result.figure(
+                "seconds from SIGCONT to a's last binding request",
+                round(max(c.received for c in late) - cont_wall, 2),
+            )
         result.check(
             "the thawed old leader binds nothing (audit: binding requests by a after SIGCONT)",
             not late,
