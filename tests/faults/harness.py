@@ -119,12 +119,16 @@ class Replica:
             os.kill(self.pid, sig)
 
     def metric_or_none(self, name: str, **labels: str) -> float | None:
-        """The metric's value, or None when the process does not export it."""
+        """The metric's value (0 for a registered metric without samples yet, such as a
+        labelled counter never incremented), or None when the process does not export it."""
         try:
             text = self.proc.metrics()
         except OSError:
             return None
-        if not any(line.startswith(name) for line in text.splitlines()):
+        family = name.removesuffix("_total")  # prometheus_client's TYPE line drops it
+        if not any(
+            line.startswith((f"# TYPE {family} ", f"# TYPE {name} ")) for line in text.splitlines()
+        ):
             return None
         return self.proc.metric(name, **labels)
 

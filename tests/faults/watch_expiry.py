@@ -167,7 +167,7 @@ def run(ctx: RunContext, result: CaseResult) -> None:
         relists_after = sched.metric_or_none("scheduler_informer_relists_total", resource="pods")
         result.figure(
             "scheduler_informer_relists_total{resource=pods} during the gap",
-            "no samples"
+            "absent"
             if relists_before is None or relists_after is None
             else relists_after - relists_before,
         )
