@@ -93,7 +93,7 @@ def run(ctx: RunContext, result: CaseResult) -> None:
         # one 1-cpu victim makes room for one 1-cpu preemptor: more is a preemption that
         # was decided again (a refused DELETE leaves the first victim in place)
         result.figure("victims beyond one per preemptor", deleted - preemptor_count)
-        invariants.webhook_admitted_once(result, delete_hook)
+        invariants.webhook_admitted_once(result, delete_hook, bed.audit.pod_deletes({VICTIMS}))
         invariants.deleted_at_most_once(
             result, bed.audit.pod_deletes({VICTIMS}), victims=preemptor_count
         )

@@ -57,17 +57,27 @@ def deleted_at_most_once(
         )
 
 
-def webhook_admitted_once(result: CaseResult, hook: DeleteWebhook) -> None:
+def webhook_admitted_once(
+    result: CaseResult, hook: DeleteWebhook, deletes: list[Call] | None = None
+) -> None:
     """The DELETE-counting admission webhook's view: admitted (not refused) DELETEs by
-    anyone but kwok, per pod."""
+    anyone but kwok, per pod. With the audit log's DELETEs (`deletes`), a failure shows
+    what became of each call (code, user, when), to tell a second DELETE the scheduler
+    sent from one a retry re-sent."""
     admitted = Counter({k: v - hook.refused[k] for k, v in hook.deletes.items()})
     twice = Counter({k: v for k, v in admitted.items() if v > 1})
     result.figure("webhook: DELETE calls", sum(hook.deletes.values()))
     result.figure("webhook: refused", sum(hook.refused.values()))
+    detail = _examples(twice) if twice else f"{len(admitted)} pods"
+    if twice and deletes:
+        t0 = min(c.received for c in deletes)
+        for pod in list(twice)[:3]:
+            calls = [c for c in deletes if c.name == pod]
+            detail += f"; {pod}: " + ", ".join(
+                f"{c.user} {c.code} at +{c.received - t0:.2f}s" for c in calls
+            )
     result.check(
-        "each victim deleted once (webhook: admitted DELETEs per pod <= 1)",
-        not twice,
-        _examples(twice) if twice else f"{len(admitted)} pods",
+        "each victim deleted once (webhook: admitted DELETEs per pod <= 1)", not twice, detail
     )
 
 

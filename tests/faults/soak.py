@@ -192,7 +192,7 @@ def run(ctx: RunContext, result: CaseResult) -> None:
         result.figure("minutes of churn", round(churn_seconds / 60, 1))
         result.check("no node over-committed (sampled during the churn)", not overcommits,
                      "; ".join(sorted(set(overcommits))[:5]))  # fmt: skip
-        invariants.webhook_admitted_once(result, hook)
+        invariants.webhook_admitted_once(result, hook, bed.audit.pod_deletes({NS}))
         invariants.deleted_at_most_once(result, bed.audit.pod_deletes({NS}))
         invariants.bound_at_most_once(result, bed.audit.binds({NS}))
         result.figure("scheduler alive at the end", sched.alive())

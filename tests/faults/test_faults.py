@@ -4,6 +4,8 @@ full forms run with `python -m tests.faults` (docs/reliability.md)."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,12 @@ CASES = cases()
         for n, c in CASES.items()
     ],
 )
-def test_fault_case_reduced(name: str, tmp_path: Path) -> None:
-    result = run_case(CASES[name], RunContext(tmp_path, full=False, say=print))
-    assert result.passed, result.summary()
+def test_fault_case_reduced(name: str) -> None:
+    # a work dir of its own, outside pytest's tmp_path (whose old runs other pytest
+    # sessions on the machine remove): kept when the case fails, for its audit log and
+    # scheduler logs, removed when it passes
+    workdir = Path(tempfile.mkdtemp(prefix=f"kas-faults-{name}-"))
+    result = run_case(CASES[name], RunContext(workdir, full=False, say=print))
+    if result.passed:
+        shutil.rmtree(workdir, ignore_errors=True)
+    assert result.passed, f"{result.summary()}\n(logs and audit log kept in {workdir})"
