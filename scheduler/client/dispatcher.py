@@ -320,9 +320,7 @@ class Dispatcher:
         meta = raw["metadata"]
         body = {**raw, "apiVersion": "v1", "kind": "PersistentVolumeClaim"}
         path = f"/api/v1/namespaces/{meta['namespace']}/persistentvolumeclaims/{meta['name']}"
-        return (
-            await self.call("update", "persistentvolumeclaims", "PUT", path, body=body)
-        ).body
+        return (await self.call("update", "persistentvolumeclaims", "PUT", path, body=body)).body
 
     # ---- events -------------------------------------------------------------------
     async def create_event(self, event: dict[str, Any]) -> dict[str, Any]:
