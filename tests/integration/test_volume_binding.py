@@ -231,3 +231,22 @@ def test_a_provisioner_that_never_answers_times_the_bind_out_and_the_pod_is_retr
             "nodeName"), timeout=90, interval=0.5, what=f"slow-p bound\n{sched.tail()}")  # fmt: skip
     assert bound == node  # the claim was provisioned for the node it selected
     assert sched.metric("scheduler_schedule_attempts_total", result="error") >= 2
+
+
+def test_generic_ephemeral_volume_waits_for_its_claim_then_is_provisioned(
+    env: tuple[ClusterHandle, SchedulerProcess],
+) -> None:
+    cluster, sched = env
+    cluster.api("POST", "/apis/storage.k8s.io/v1/storageclasses",
+                storage_class("eph", "example.com/eph-provisioner"))  # fmt: skip
+    template = {"spec": claim("x", "eph")["spec"]}
+    vol = {"name": "scratch", "ephemeral": {"volumeClaimTemplate": template}}
+    with TestProvisioner(cluster, "eph") as prov:
+        pod = cluster.create_pod(NS, pod_manifest("eph-p", volumes=[vol]))
+        bound = wait_for(lambda: (cluster.get_pod(NS, "eph-p") or {}).get("spec", {}).get(
+            "nodeName"), timeout=60, interval=0.5, what=f"eph-p bound\n{sched.tail()}")  # fmt: skip
+        # the ephemeral-volume controller's claim, named after pod and volume, owned by it
+        c = pvc(cluster, "eph-p-scratch")
+        assert c["metadata"]["ownerReferences"][0]["uid"] == pod["metadata"]["uid"]
+        assert c["metadata"]["annotations"][SELECTED_NODE] == bound
+        assert prov.provisioned == {"eph-p-scratch": bound}
