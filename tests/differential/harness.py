@@ -305,6 +305,8 @@ class Oracle:
     ) -> PodResult:
         ns, base = pod["metadata"]["namespace"], pod["metadata"]["name"]
         copies = {s: f"{base}-{'u' if s == UPSTREAM else 'o'}" for s in scheds}
+        for sched, name in copies.items():
+            self.recorder.forget_volume_writes(sched, _claims(pod, name))
         victims_before = {s: len(self.recorder.victims_of(s)) for s in copies}
         could_preempt = pod["spec"].get("priorityClassName") == "oracle-high"
         for sched, name in copies.items():

@@ -88,6 +88,12 @@ class Recorder:
         with self._lock:
             return self.binds[user].get(key)
 
+    def forget_volume_writes(self, user: str, claims: list[str]) -> None:
+        """Before a pod is decided: an earlier pod's writes for the same claims are old."""
+        with self._lock:
+            for c in claims:
+                self.volume_writes[user].pop(c, None)
+
     def volume_write_of(self, user: str, claims: list[str]) -> str | None:
         with self._lock:
             for c in claims:

@@ -130,6 +130,11 @@ def _pvc(name: str, ns: str, size: str, sc_name: str | None, *, volume: str = ""
             "metadata": {"name": name, "namespace": ns}, "spec": spec}  # fmt: skip
 
 
+def _annotated(claim: dict[str, Any], node: str) -> dict[str, Any]:
+    claim["metadata"]["annotations"] = {"volume.kubernetes.io/selected-node": node}
+    return claim
+
+
 def _base(index: int, zones: list[str | None]) -> tuple[sc.Scenario, str, list[str]]:
     s = sc.Scenario(index=FIRST_INDEX + index, seed=0)
     p = s.prefix
@@ -266,7 +271,7 @@ def attach_limits() -> sc.Scenario:
 
 def provisioning() -> sc.Scenario:
     """Dynamic provisioning: allowedTopologies and CSIStorageCapacity (and its score)."""
-    s, ns, _ = _base(4, ["z0", "z1", "z1", "z2", "z2"])
+    s, ns, n = _base(4, ["z0", "z1", "z1", "z2", "z2"])
     p = s.prefix
     topo, cap = f"{p}-topo", f"{p}-cap"
     s.storage = [
@@ -278,6 +283,13 @@ def provisioning() -> sc.Scenario:
         _pvc(f"{p}-small", ns, "1Gi", cap),
         _pvc(f"{p}-mid", ns, "3Gi", cap),
         _pvc(f"{p}-huge", ns, "100Gi", cap),
+        # a claim the provisioner was already asked for on n[3]: only that node will do
+        _annotated(_pvc(f"{p}-chosen", ns, "1Gi", cap), n[3]),
+        # a static volume of the provisioning class on n[1]: static binding (and its score)
+        # there, provisioning elsewhere
+        _pv(f"{p}-static", "2Gi", cap, node=n[1]),
+        _pvc(f"{p}-mix", ns, "1Gi", cap),
+        _pvc(f"{p}-mix-t", ns, "1Gi", topo),
     ]  # fmt: skip
     for zone, size, max_size in (("z0", "4Gi", None), ("z1", "10Gi", None), ("z2", "20Gi", "2Gi")):
         obj: dict[str, Any] = {
@@ -294,6 +306,9 @@ def provisioning() -> sc.Scenario:
         _pod(f"{p}-i1", ns, [f"{p}-small"]),
         _pod(f"{p}-i2", ns, [f"{p}-mid"]),
         _pod(f"{p}-i3", ns, [f"{p}-huge"]),
+        _pod(f"{p}-i4", ns, [f"{p}-chosen"]),
+        _pod(f"{p}-i5", ns, [f"{p}-mix"]),
+        _pod(f"{p}-i6", ns, [f"{p}-mix", f"{p}-mix-t"]),
     ]
     return s
 
