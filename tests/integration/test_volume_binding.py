@@ -6,11 +6,14 @@ provisioner wakes up)."""
 
 from __future__ import annotations
 
+import subprocess
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from scheduler.cluster.nodes import NodeGroup
 from tests.kube import ClusterHandle, pod_manifest, wait_for
@@ -24,22 +27,58 @@ SELECTED_NODE = "volume.kubernetes.io/selected-node"
 NS = "default"
 
 
-@pytest.fixture(scope="module")
+class UpstreamScheduler:
+    """Upstream kube-scheduler v1.37.2 with the same profile: the flows below are checked
+    against it too, so what they show is upstream's behaviour, not only ours."""
+
+    def __init__(self, bin_dir: Path, kubeconfig: str, config: Path, log_path: Path) -> None:
+        raw = yaml.safe_load(config.read_text())
+        raw["clientConnection"]["kubeconfig"] = kubeconfig
+        config.write_text(yaml.safe_dump(raw))
+        self.argv = [str(bin_dir / "kube-scheduler"), f"--config={config}",
+                     "--secure-port=0", "-v=2"]  # fmt: skip
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
+Scheduler = SchedulerProcess | UpstreamScheduler
+
+
+@pytest.fixture(scope="module", params=["ours", "upstream"])
 def env(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[ClusterHandle, SchedulerProcess]]:
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[ClusterHandle, Scheduler]]:
     from scheduler.cluster.local import LocalCluster
 
-    d = tmp_path_factory.mktemp("volumes")
+    d = tmp_path_factory.mktemp(f"volumes-{request.param}")
     local = LocalCluster(d / "cluster")
     local.up([NodeGroup(count=4, name_prefix="vol")])
     cluster = ClusterHandle(local)
     profiles = [{"schedulerName": SCHED, "pluginConfig": [
         {"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 3}}]}]  # fmt: skip
-    sched = SchedulerProcess(
-        cluster.kubeconfig, write_config(d / "config.yaml", profiles), d / "scheduler.log"
-    )
-    sched.start()
+    config = write_config(d / "config.yaml", profiles)
+    sched: Scheduler
+    if request.param == "ours":
+        sched = SchedulerProcess(cluster.kubeconfig, config, d / "scheduler.log").start()
+    else:
+        sched = UpstreamScheduler(cluster.bin_dir, cluster.kubeconfig, config, d / "up.log")
+        sched.start()
     yield cluster, sched
     sched.stop()
     local.down()
@@ -133,7 +172,7 @@ class TestProvisioner:
 
 
 def test_statefulset_claims_bind_to_volumes_on_their_pods_nodes(
-    env: tuple[ClusterHandle, SchedulerProcess],
+    env: tuple[ClusterHandle, Scheduler],
 ) -> None:
     cluster, sched = env
     cluster.api("POST", "/apis/storage.k8s.io/v1/storageclasses",
@@ -181,7 +220,7 @@ def test_statefulset_claims_bind_to_volumes_on_their_pods_nodes(
 
 
 def test_dynamic_provisioning_completes_through_the_selected_node(
-    env: tuple[ClusterHandle, SchedulerProcess],
+    env: tuple[ClusterHandle, Scheduler],
 ) -> None:
     cluster, sched = env
     cluster.api("POST", "/apis/storage.k8s.io/v1/storageclasses",
@@ -201,7 +240,7 @@ def test_dynamic_provisioning_completes_through_the_selected_node(
 
 
 def test_a_provisioner_that_never_answers_times_the_bind_out_and_the_pod_is_retried(
-    env: tuple[ClusterHandle, SchedulerProcess],
+    env: tuple[ClusterHandle, Scheduler],
 ) -> None:
     cluster, sched = env
     cluster.api("POST", "/apis/storage.k8s.io/v1/storageclasses",
@@ -219,7 +258,9 @@ def test_a_provisioner_that_never_answers_times_the_bind_out_and_the_pod_is_retr
     # bindTimeoutSeconds is 3: the claim is annotated, nobody provisions, the bind fails
     failed = wait_for(timeouts, timeout=60, interval=0.5, what=f"a bind timeout\n{sched.tail()}")
     assert failed[0]["reason"] == "FailedScheduling"
-    assert failed[0]["note"] == "binding rejected: binding volumes: context deadline exceeded"
+    assert failed[0]["note"] == (  # upstream's words (checked with the upstream param)
+        'running PreBind plugin "VolumeBinding": binding volumes: context deadline exceeded'
+    )
     assert cluster.get_pod(NS, "slow-p")["spec"].get("nodeName") is None  # type: ignore[index]
     node = pvc(cluster, "slow-c")["metadata"]["annotations"][SELECTED_NODE]
     # retried (with backoff), failing again while the provisioner sleeps
@@ -230,11 +271,12 @@ def test_a_provisioner_that_never_answers_times_the_bind_out_and_the_pod_is_retr
         bound = wait_for(lambda: (cluster.get_pod(NS, "slow-p") or {}).get("spec", {}).get(
             "nodeName"), timeout=90, interval=0.5, what=f"slow-p bound\n{sched.tail()}")  # fmt: skip
     assert bound == node  # the claim was provisioned for the node it selected
-    assert sched.metric("scheduler_schedule_attempts_total", result="error") >= 2
+    if isinstance(sched, SchedulerProcess):
+        assert sched.metric("scheduler_schedule_attempts_total", result="error") >= 2
 
 
 def test_generic_ephemeral_volume_waits_for_its_claim_then_is_provisioned(
-    env: tuple[ClusterHandle, SchedulerProcess],
+    env: tuple[ClusterHandle, Scheduler],
 ) -> None:
     cluster, sched = env
     cluster.api("POST", "/apis/storage.k8s.io/v1/storageclasses",

@@ -282,7 +282,9 @@ def test_prebind_times_out_when_no_one_binds_and_nothing_stays_assumed() -> None
     assert vb.binder.cache.assumed_counts() == (0, 1)
     st = asyncio.run(fw.run_pre_bind(state, pod, "a"))
     assert st.code == Code.ERROR
-    assert st.message() == "binding volumes: context deadline exceeded"
+    assert st.message() == (
+        'running PreBind plugin "VolumeBinding": binding volumes: context deadline exceeded'
+    )
     assert api.writes == ["pvc/c"]
     assert ls.pvcs["default/c"].selected_node == "a"
     fw.run_unreserve(state, pod, "a")
