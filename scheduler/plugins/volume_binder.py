@@ -89,22 +89,66 @@ class PodVolumeClaims:
     unbound_delay: list[PVCInfo] = field(default_factory=list)
     unbound_immediate: list[PVCInfo] = field(default_factory=list)
     volumes_by_class: dict[str, list[PVInfo]] = field(default_factory=dict)
+    # claim key -> its PVs, prepared once per cycle (see prepare_candidates)
+    candidates: dict[str, Candidates] = field(default_factory=dict)
+
+    def volumes(self) -> list[PVInfo]:
+        """Every PV whose node affinity a Filter may ask about."""
+        seen: dict[str, PVInfo] = {}
+        for prebound, others in self.candidates.values():
+            for pv in (*prebound, *others):
+                seen[pv.name] = pv
+        return list(seen.values())
 
 
-def find_matching_volume(
-    pvc: PVCInfo,
-    volumes: list[PVInfo],
-    node_labels: Mapping[str, str],
-    excluded: Mapping[str, PVInfo],
-) -> PVInfo | None:
-    """upstream FindMatchingVolume with a node and delayed binding: the smallest
-    available volume that fits the claim on this node, or the volume already
-    pre-bound to the claim (None if that one cannot be used here)."""
+# a node-independent part of FindMatchingVolume: (PVs pre-bound to the claim, in list
+# order; the other usable PVs, smallest first, ties in list order)
+Candidates = tuple[list[PVInfo], list[PVInfo]]
+# does this PV's node affinity admit the node? (pv, node name, node labels)
+AffinityCheck = Callable[[PVInfo, str, Mapping[str, str]], bool]
+
+
+def pv_affinity(pv: PVInfo, node_name: str, labels: Mapping[str, str]) -> bool:
+    return pv.matches_node(labels)
+
+
+class AffinityIndex:
+    """Which PVs' node affinity admits which nodes, computed for one cycle's candidate
+    nodes at once (`everywhere`: PVs without node affinity). Covers every PV it was
+    built for, or none (`complete` False: the per-PV check)."""
+
+    def __init__(
+        self,
+        by_node: dict[str, frozenset[str]],
+        everywhere: frozenset[str] = frozenset(),
+        complete: bool = True,
+    ) -> None:
+        self._by_node = by_node
+        self._everywhere = everywhere
+        self._complete = complete
+
+    def __call__(self, pv: PVInfo, node_name: str, labels: Mapping[str, str]) -> bool:
+        if not self._complete:
+            return pv.matches_node(labels)
+        return pv.name in self._everywhere or pv.name in self._by_node.get(node_name, ())
+
+    def admitted(self, node_name: str) -> frozenset[str] | None:
+        """PV names admitting the node (None: not known, ask per PV)."""
+        if not self._complete:
+            return None
+        here = self._by_node.get(node_name, frozenset())
+        return here | self._everywhere if self._everywhere else here
+
+
+def prepare_candidates(pvc: PVCInfo, volumes: list[PVInfo]) -> Candidates:
+    """upstream FindMatchingVolume (with a node, delayed binding) split in two: every
+    check that does not depend on the node, done once per cycle. A PV pre-bound to the
+    claim decides alone (it, if its affinity admits the node, else nothing); otherwise
+    the smallest available volume that fits wins."""
     requested = pvc.request_storage or 0
-    best: PVInfo | None = None
-    for pv in volumes:
-        if pv.name in excluded:
-            continue
+    prebound: list[PVInfo] = []
+    others: list[tuple[int, int, PVInfo]] = []
+    for i, pv in enumerate(volumes):
         if pv.claim is not None and not pv.bound_to(pvc):
             continue
         if pv.capacity < requested:
@@ -115,22 +159,49 @@ def find_matching_volume(
             continue
         if pv.deletion_timestamp is not None:
             continue
-        affinity_ok = pv.matches_node(node_labels)
         if pv.bound_to(pvc):
-            return pv if affinity_ok else None
+            prebound.append(pv)
+            continue
         if pv.phase != VOLUME_AVAILABLE:
             continue
         if pvc.selector is not None and not pvc.selector.matches(pv.labels):
             continue
         if pv.storage_class != pvc.storage_class:
             continue
-        if not affinity_ok:
-            continue
         if not all(m in pv.access_modes for m in pvc.access_modes):
             continue
-        if best is None or best.capacity > pv.capacity:
-            best = pv
-    return best
+        others.append((pv.capacity, i, pv))
+    others.sort(key=lambda t: (t[0], t[1]))
+    return prebound, [pv for _, _, pv in others]
+
+
+def find_matching_volume(
+    candidates: Candidates,
+    node_name: str,
+    labels: Mapping[str, str],
+    excluded: Mapping[str, PVInfo],
+    affinity: AffinityCheck = pv_affinity,
+) -> PVInfo | None:
+    """The node-dependent rest of upstream FindMatchingVolume."""
+    prebound, others = candidates
+    admitted = affinity.admitted(node_name) if isinstance(affinity, AffinityIndex) else None
+    if admitted is not None:  # the same verdicts, from a precomputed index
+        if not admitted:
+            return None
+        for pv in prebound:
+            if pv.name not in excluded:
+                return pv if pv.name in admitted else None
+        for pv in others:
+            if pv.name in admitted and pv.name not in excluded:
+                return pv
+        return None
+    for pv in prebound:
+        if pv.name not in excluded:
+            return pv if affinity(pv, node_name, labels) else None
+    for pv in others:
+        if pv.name not in excluded and affinity(pv, node_name, labels):
+            return pv
+    return None
 
 
 class VolumeBinder:
@@ -180,7 +251,11 @@ class VolumeBinder:
             else:
                 out.unbound_immediate.append(pvc)
         for pvc in out.unbound_delay:
-            out.volumes_by_class[pvc.storage_class] = self.cache.list_pvs(pvc.storage_class)
+            if pvc.storage_class not in out.volumes_by_class:
+                out.volumes_by_class[pvc.storage_class] = self.cache.list_pvs(pvc.storage_class)
+            out.candidates[pvc.key] = prepare_candidates(
+                pvc, out.volumes_by_class[pvc.storage_class]
+            )
         return out
 
     def _delay_binding(self, pvc: PVCInfo) -> bool:
@@ -205,7 +280,12 @@ class VolumeBinder:
 
     # ---------------------------------------------------------------- Filter
     def find_pod_volumes(
-        self, pod: PodInfo, claims: PodVolumeClaims, node_name: str, labels: Mapping[str, str]
+        self,
+        pod: PodInfo,
+        claims: PodVolumeClaims,
+        node_name: str,
+        labels: Mapping[str, str],
+        affinity: AffinityCheck = pv_affinity,
     ) -> tuple[PodVolumes, list[str]]:
         result = PodVolumes()
         bound_ok = True
@@ -217,7 +297,7 @@ class VolumeBinder:
             if pv is None:
                 bound_found = False
                 break
-            if not pv.matches_node(labels):
+            if not affinity(pv, node_name, labels):
                 bound_ok = False
                 break
         if claims.unbound_delay:  # checked whatever the bound claims' verdict
@@ -233,7 +313,7 @@ class VolumeBinder:
                     to_match.append(pvc)
             if to_match:
                 unbound_ok, result.static_bindings, unmatched = self._find_matching(
-                    to_match, claims.volumes_by_class, labels
+                    to_match, claims, node_name, labels, affinity
                 )
                 to_provision.extend(unmatched)
             if to_provision:
@@ -244,17 +324,24 @@ class VolumeBinder:
 
     def _find_matching(
         self,
-        claims: list[PVCInfo],
-        by_class: Mapping[str, list[PVInfo]],
+        to_match: list[PVCInfo],
+        claims: PodVolumeClaims,
+        node_name: str,
         labels: Mapping[str, str],
+        affinity: AffinityCheck,
     ) -> tuple[bool, list[StaticBinding], list[PVCInfo]]:
         """upstream findMatchingVolumes: smallest claims first, each PV used once."""
         chosen: dict[str, PVInfo] = {}
         bindings: list[StaticBinding] = []
         unmatched: list[PVCInfo] = []
         ok = True
-        for pvc in sorted(claims, key=lambda c: c.request_storage or 0):
-            pv = find_matching_volume(pvc, by_class.get(pvc.storage_class, []), labels, chosen)
+        for pvc in sorted(to_match, key=lambda c: c.request_storage or 0):
+            prepared = claims.candidates.get(pvc.key)
+            if prepared is None:
+                prepared = prepare_candidates(
+                    pvc, claims.volumes_by_class.get(pvc.storage_class, [])
+                )
+            pv = find_matching_volume(prepared, node_name, labels, chosen, affinity)
             if pv is None:
                 unmatched.append(pvc)
                 ok = False
@@ -452,6 +539,7 @@ def _reasons(bound_ok: bool, unbound_ok: bool, space_ok: bool, bound_found: bool
 
 __all__ = [
     "CLAIM_LOST",
+    "AffinityIndex",
     "BinderError",
     "DynamicProvision",
     "PodVolumeClaims",
@@ -460,4 +548,5 @@ __all__ = [
     "VolumeBinder",
     "claim_not_owned",
     "find_matching_volume",
+    "prepare_candidates",
 ]

@@ -44,11 +44,14 @@ from scheduler.model.pod import PodInfo
 from scheduler.model.volume import CLAIM_LOST, PVCInfo, StorageClassInfo
 from scheduler.plugins.helpers import QUEUE, SKIP, event
 from scheduler.plugins.volume_binder import (
+    AffinityCheck,
+    AffinityIndex,
     BinderError,
     PodVolumeClaims,
     PodVolumes,
     VolumeBinder,
     claim_not_owned,
+    pv_affinity,
 )
 from scheduler.plugins.volume_filtering import filter_each_node
 
@@ -157,12 +160,20 @@ class VolumeBinding:
         return None, Status.success()
 
     # ---------------------------------------------------------------- Filter
-    def filter(self, state: CycleState, pod: PodInfo, view: NodeView) -> Status:
+    def filter(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        view: NodeView,
+        affinity: AffinityCheck = pv_affinity,
+    ) -> Status:
         s: _State | None = state.get(_STATE_KEY)
         if s is None or s.claims is None:
             return Status.success()
         try:
-            volumes, reasons = self.binder.find_pod_volumes(pod, s.claims, view.name, view.labels)
+            volumes, reasons = self.binder.find_pod_volumes(
+                pod, s.claims, view.name, view.labels, affinity
+            )
         except BinderError as exc:
             return Status.from_error(exc, self.name)
         if reasons:
@@ -174,7 +185,41 @@ class VolumeBinding:
     def filter_batch(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, slots: IntArray
     ) -> BatchFilterResult:
-        return filter_each_node(self.filter, state, pod, snapshot, slots)
+        affinity = self._batch_affinity(state, snapshot, slots)
+
+        def one(st: CycleState, p: PodInfo, view: NodeView) -> Status:
+            return self.filter(st, p, view, affinity)
+
+        return filter_each_node(one, state, pod, snapshot, slots)
+
+    def _batch_affinity(
+        self, state: CycleState, snapshot: Snapshot, slots: IntArray
+    ) -> AffinityCheck:
+        """Each candidate PV's node affinity over all candidate nodes at once (the node
+        table's columns), instead of once per node and PV. A selector with matchFields
+        is left to the per-node check: upstream matches a PV's affinity on labels only."""
+        s: _State | None = state.get(_STATE_KEY)
+        if s is None or s.claims is None:
+            return pv_affinity
+        pvs = s.claims.volumes()
+        for pvc in s.claims.bound:
+            pv = self.binder.cache.get_pv(pvc.volume_name)
+            if pv is not None:
+                pvs.append(pv)
+        by_node: dict[str, set[str]] = {}
+        everywhere: set[str] = set()
+        names = snapshot.table.names
+        for pv in pvs:
+            sel = pv.node_affinity
+            if sel is None:
+                everywhere.add(pv.name)
+                continue
+            if any(t.fields for t in sel.terms):
+                return AffinityIndex({}, complete=False)
+            mask = snapshot.table.match_node_selector(sel, slots)
+            for i in slots[mask]:
+                by_node.setdefault(str(names[int(i)]), set()).add(pv.name)
+        return AffinityIndex({n: frozenset(v) for n, v in by_node.items()}, frozenset(everywhere))
 
     # ---------------------------------------------------------------- Score
     def pre_score(

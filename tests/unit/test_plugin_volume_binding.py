@@ -350,3 +350,16 @@ def test_volume_zone() -> None:
 
 def test_pod_without_claims_skips_the_plugins() -> None:
     assert verdicts(listers(), make_pod("p")) == {}
+
+
+def test_pv_affinity_on_labels_only_and_volumes_without_affinity() -> None:
+    """A PV without node affinity suits every node; one selecting by matchFields
+    (metadata.name) suits none: upstream checks a PV's affinity on the node's labels
+    only. The batch path (an index over all nodes) agrees with the per-node path."""
+    anywhere = pv("anywhere", csi="drv")
+    by_name = pv("by-name")
+    by_name["spec"]["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchFields": [
+        {"key": "metadata.name", "operator": "In", "values": ["a"]}]}]}}  # fmt: skip
+    assert verdicts(listers(sc("local"), pvc("c"), anywhere), make_pod("p").pvc("c")) == {}
+    only_fields = verdicts(listers(sc("local"), pvc("c"), by_name), make_pod("p").pvc("c"))
+    assert only_fields == {"a": BIND_CONFLICT, "b": BIND_CONFLICT}
