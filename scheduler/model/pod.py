@@ -26,7 +26,6 @@ from typing import Any, TypeVar, cast
 
 from scheduler.model.errors import InvalidObject
 from scheduler.model.node import NodeInfo, normalize_image
-from scheduler.model.pod_volumes import PodVolume, parse_pod_volumes
 from scheduler.model.pod_resources import (
     CONDITION_RESIZE_PENDING,
     DEFAULT_MEMORY_REQUEST,
@@ -37,6 +36,7 @@ from scheduler.model.pod_resources import (
     parse_resource_list,
     pod_requests,
 )
+from scheduler.model.pod_volumes import PodVolume, parse_pod_volumes
 from scheduler.model.selectors import (
     IN,
     LabelSelector,
