@@ -292,3 +292,38 @@ def test_generic_ephemeral_volume_waits_for_its_claim_then_is_provisioned(
         assert c["metadata"]["ownerReferences"][0]["uid"] == pod["metadata"]["uid"]
         assert c["metadata"]["annotations"][SELECTED_NODE] == bound
         assert prov.provisioned == {"eph-p-scratch": bound}
+
+
+def test_a_higher_priority_pod_preempts_the_user_of_a_read_write_once_pod_claim(
+    env: tuple[ClusterHandle, Scheduler],
+) -> None:
+    cluster, sched = env
+    for name, value in (("vol-low", 10), ("vol-high", 1000)):
+        cluster.api("POST", "/apis/scheduling.k8s.io/v1/priorityclasses",
+                    {"metadata": {"name": name}, "value": value})  # fmt: skip
+    pv = local_pv("rwop-pv", "", "", "1Gi")
+    pv["spec"].pop("local")
+    pv["spec"].pop("nodeAffinity")
+    pv["spec"]["csi"] = {"driver": "csi.example.com", "volumeHandle": "rwop-1"}
+    pv["spec"]["accessModes"] = ["ReadWriteOncePod"]
+    pv["spec"]["claimRef"] = {"namespace": NS, "name": "rwop-c"}
+    cluster.api("POST", "/api/v1/persistentvolumes", pv)
+    c = claim("rwop-c", "")
+    c["spec"]["accessModes"] = ["ReadWriteOncePod"]
+    c["spec"]["volumeName"] = "rwop-pv"
+    cluster.api("POST", f"/api/v1/namespaces/{NS}/persistentvolumeclaims", c)
+    wait_for(lambda: bound_claim(cluster, "rwop-c"), timeout=60, interval=0.5, what="rwop bound")
+    vol = {"name": "d", "persistentVolumeClaim": {"claimName": "rwop-c"}}
+
+    def node_of(name: str) -> str | None:
+        return (cluster.get_pod(NS, name) or {}).get("spec", {}).get("nodeName")
+
+    cluster.create_pod(NS, pod_manifest("rwop-low", volumes=[vol], priority_class="vol-low"))
+    first = wait_for(lambda: node_of("rwop-low"), timeout=60, interval=0.5, what="low bound")
+    cluster.create_pod(NS, pod_manifest("rwop-high", volumes=[vol], priority_class="vol-high"))
+    # every node refuses it (the claim is in use); preempting the user frees the claim
+    wait_for(lambda: cluster.get_pod(NS, "rwop-low") is None, timeout=90, interval=0.5,
+             what=f"the claim's user preempted\n{sched.tail()}")  # fmt: skip
+    second = wait_for(lambda: node_of("rwop-high"), timeout=90, interval=0.5,
+                      what=f"rwop-high bound\n{sched.tail()}")  # fmt: skip
+    assert second == first  # nominated to the node the victim left
