@@ -1,8 +1,10 @@
 """Pods with volumes against the real control plane (the controller-manager's
-persistent-volume and statefulset controllers run there): static local volumes with
-WaitForFirstConsumer, dynamic provisioning through a small test provisioner, and a
-provisioner that never answers (the bind times out, is retried, and succeeds once the
-provisioner wakes up)."""
+persistent-volume, statefulset and ephemeral-volume controllers run there): static local
+volumes with WaitForFirstConsumer, dynamic provisioning through a small test provisioner,
+a provisioner that never answers (the bind times out, is retried, and succeeds once the
+provisioner wakes up), a generic ephemeral volume, and a preemption that frees a
+ReadWriteOncePod claim. Every test runs against this scheduler and against upstream
+kube-scheduler v1.37.2 (the `env` fixture's params): the same assertions hold for both."""
 
 from __future__ import annotations
 
