@@ -60,9 +60,6 @@ from scheduler.model import (
     namespace_from_dict,
     node_from_dict,
     pod_from_dict,
-    pv_from_dict,
-    pvc_from_dict,
-    storage_class_from_dict,
 )
 from scheduler.model.pdb import PDBInfo, pdb_from_dict
 from scheduler.plugins import default_preemption
@@ -73,6 +70,7 @@ from scheduler.preemption import ExecutorSettings, PreemptionExecutor
 from scheduler.queue import SchedulingQueue
 from scheduler.server import HealthServer
 from scheduler.status_writer import StatusWriter
+from scheduler.storage_informers import storage_informers
 from scheduler.workload_selectors import (
     WorkloadSelectors,
     replica_set_from_dict,
@@ -91,9 +89,6 @@ SHUTDOWN_GRACE = 10.0
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 
 NAMESPACES = Resource("", "v1", "namespaces")
-PVCS = Resource("", "v1", "persistentvolumeclaims")
-PVS = Resource("", "v1", "persistentvolumes")
-STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses")
 PDBS = Resource("policy", "v1", "poddisruptionbudgets")
 SERVICES = Resource("", "v1", "services")
 REPLICATION_CONTROLLERS = Resource("", "v1", "replicationcontrollers")
@@ -228,7 +223,10 @@ class SchedulerApp:
             Registry({plugin_names.DEFAULT_PREEMPTION: default_preemption.factory(services)})
         )
         for i, prof in enumerate(cfg.profiles):
-            handle = Handle.from_listers(self.listers, binder=self._bind)
+            handle = Handle.from_listers(
+                self.listers, binder=self._bind, volume_api=self.dispatcher,
+                node_lookup=self.cache.node, pod_exists=self._pod_exists,
+            )  # fmt: skip
             handle.workload_selectors = self.workloads
             self.frameworks[prof.scheduler_name] = Framework(
                 framework_profile(cfg, i),
@@ -271,13 +269,7 @@ class SchedulerApp:
             Informer(connection, STATEFUL_SETS, stateful_set_from_dict, wl, name="statefulsets"),
             Informer(connection, NAMESPACES, namespace_from_dict,
                      _ListerFeed(ls.set_namespace, lambda o: ls.namespaces.pop(o.name, None))),
-            Informer(connection, PVCS, pvc_from_dict,
-                     _ListerFeed(ls.set_pvc, lambda o: ls.pvcs.pop(o.key, None))),
-            Informer(connection, PVS, pv_from_dict,
-                     _ListerFeed(ls.set_pv, lambda o: ls.pvs.pop(o.name, None))),
-            Informer(connection, STORAGE_CLASSES, storage_class_from_dict,
-                     _ListerFeed(ls.set_storage_class,
-                                 lambda o: ls.storage_classes.pop(o.name, None))),
+            *storage_informers(connection, ls, lambda: self.queue),
         ]  # fmt: skip
         self.status_writer = StatusWriter(
             self.dispatcher.patch_pod_status, metrics=m, is_pending=self._is_pending
@@ -371,6 +363,10 @@ class SchedulerApp:
             return False
         waiting.reject(plugin_names.DEFAULT_PREEMPTION, message)
         return True
+
+    def _pod_exists(self, pod: PodInfo) -> bool:
+        current = self.pod_informer.get(pod.key)
+        return current is not None and current.uid == pod.uid
 
     def _is_pending(self, pod: PodInfo) -> bool:
         current = self.pod_informer.get(pod.key)

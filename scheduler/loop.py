@@ -50,6 +50,10 @@ class BindRejected(Exception):
     """The pod was rejected while waiting at Permit (or the wait timed out)."""
 
 
+class PreBindFailed(BindRejected):
+    """A PreBind plugin failed; its message is upstream's own wording (no prefix)."""
+
+
 @dataclass
 class WaitingPod:
     """A pod held at Permit. Preemption may reject it in memory (no API call)."""
@@ -384,7 +388,7 @@ class SchedulingLoop:
                         raise BindRejected(st.message())
                 st = await fwk.run_pre_bind(state, assumed, node)
                 if not st.ok:
-                    raise BindRejected(st.message())
+                    raise PreBindFailed(st.message())
                 bind_start = self.clock.now()
                 st = await fwk.run_bind(state, assumed, node)
                 self.metrics.binding_duration.labels(result="ok" if st.ok else "error").observe(
@@ -441,7 +445,7 @@ class SchedulingLoop:
                 fwk,
                 info,
                 Status(Code.ERROR, (str(exc),)),
-                f"binding rejected: {exc}",
+                str(exc) if isinstance(exc, PreBindFailed) else f"binding rejected: {exc}",
                 start,
                 RESULT_ERROR,
             )

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -307,6 +307,20 @@ class Dispatcher:
         path = f"/api/v1/namespaces/{namespace}/pods/{name}"
         response = await self.call("delete", "pods", "DELETE", path, body=options)
         return response.body
+
+    # ---- volumes (VolumeBinding's PreBind) ------------------------------------------
+    async def update_pv(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT the PersistentVolume as given: its resourceVersion makes a concurrent
+        change answer 409 (Conflict), as upstream's binder relies on."""
+        body = {**raw, "apiVersion": "v1", "kind": "PersistentVolume"}
+        path = f"/api/v1/persistentvolumes/{raw['metadata']['name']}"
+        return (await self.call("update", "persistentvolumes", "PUT", path, body=body)).body
+
+    async def update_pvc(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        meta = raw["metadata"]
+        body = {**raw, "apiVersion": "v1", "kind": "PersistentVolumeClaim"}
+        path = f"/api/v1/namespaces/{meta['namespace']}/persistentvolumeclaims/{meta['name']}"
+        return (await self.call("update", "persistentvolumeclaims", "PUT", path, body=body)).body
 
     # ---- events -------------------------------------------------------------------
     async def create_event(self, event: dict[str, Any]) -> dict[str, Any]:

@@ -104,6 +104,12 @@ class PodTopologySpreadArgs:
 @dataclass(frozen=True, slots=True)
 class VolumeBindingArgs:
     bind_timeout_seconds: int = 600
+    # StorageCapacityScoring (beta, on in 1.37): SetDefaults_VolumeBindingArgs' default
+    # shape prefers the emptiest volume (utilization 0 -> 10, 100 -> 0)
+    shape: tuple[UtilizationShapePoint, ...] = (
+        UtilizationShapePoint(0, 10),
+        UtilizationShapePoint(100, 0),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -469,11 +475,12 @@ def _spread(raw: Any, path: str) -> PodTopologySpreadArgs:
 
 def _volume_binding(raw: Any, path: str) -> VolumeBindingArgs:
     r = _Reader(raw, path, ("bindTimeoutSeconds", "shape"), args=True)
-    args = VolumeBindingArgs(r.int_("bindTimeoutSeconds", 600, 0, go_type=INT64))
-    # StorageCapacityScoring is on by default in 1.37 (beta), so upstream validates a given
-    # shape (validateFunctionShape); accepted here, then unused (no capacity scoring).
+    timeout = r.int_("bindTimeoutSeconds", 600, 0, go_type=INT64)
+    # StorageCapacityScoring is on by default in 1.37 (beta): a given shape is validated
+    # (validateFunctionShape) and scores volumes; empty means the default shape.
+    args = VolumeBindingArgs(timeout)
     if r.raw.get("shape"):  # empty: defaulted upstream (SetDefaults_VolumeBindingArgs)
-        _shape(r, "shape")
+        args = VolumeBindingArgs(timeout, _shape(r, "shape"))
     r.seen.add("shape")
     r.done()
     return args

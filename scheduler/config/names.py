@@ -55,8 +55,6 @@ class PluginRef:
 
 
 # kube-scheduler v1 defaults (pkg/scheduler/apis/config/v1/default_plugins.go), in order.
-# VolumeRestrictions, NodeVolumeLimits and VolumeZone are upstream defaults this project
-# does not implement (see NOT_IMPLEMENTED): they are left out of the effective default.
 DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef(SCHEDULING_GATES),
     PluginRef(PRIORITY_SORT),
@@ -66,7 +64,10 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef(NODE_AFFINITY, 2),
     PluginRef(NODE_PORTS),
     PluginRef(NODE_RESOURCES_FIT, 1),
+    PluginRef(VOLUME_RESTRICTIONS),
+    PluginRef(NODE_VOLUME_LIMITS),
     PluginRef(VOLUME_BINDING),
+    PluginRef(VOLUME_ZONE),
     PluginRef(POD_TOPOLOGY_SPREAD, 2),
     PluginRef(INTER_POD_AFFINITY, 2),
     PluginRef(DEFAULT_PREEMPTION),
@@ -75,7 +76,7 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef(DEFAULT_BINDER),
 )
 
-NOT_IMPLEMENTED = frozenset({VOLUME_RESTRICTIONS, NODE_VOLUME_LIMITS, VOLUME_ZONE})
+NOT_IMPLEMENTED: frozenset[str] = frozenset()
 
 # The same defaults expanded per extension point (what upstream's multiPoint expansion
 # yields), for documentation, `--dump-config` and tests.
@@ -88,7 +89,10 @@ DEFAULT_PLUGINS: dict[str, tuple[PluginRef, ...]] = {
             NODE_AFFINITY,
             NODE_PORTS,
             NODE_RESOURCES_FIT,
+            VOLUME_RESTRICTIONS,
+            NODE_VOLUME_LIMITS,
             VOLUME_BINDING,
+            VOLUME_ZONE,
             POD_TOPOLOGY_SPREAD,
             INTER_POD_AFFINITY,
         )
@@ -102,7 +106,10 @@ DEFAULT_PLUGINS: dict[str, tuple[PluginRef, ...]] = {
             NODE_AFFINITY,
             NODE_PORTS,
             NODE_RESOURCES_FIT,
+            VOLUME_RESTRICTIONS,
+            NODE_VOLUME_LIMITS,
             VOLUME_BINDING,
+            VOLUME_ZONE,
             POD_TOPOLOGY_SPREAD,
             INTER_POD_AFFINITY,
         )
@@ -114,6 +121,7 @@ DEFAULT_PLUGINS: dict[str, tuple[PluginRef, ...]] = {
             TAINT_TOLERATION,
             NODE_AFFINITY,
             NODE_RESOURCES_FIT,
+            VOLUME_BINDING,
             POD_TOPOLOGY_SPREAD,
             INTER_POD_AFFINITY,
             NODE_RESOURCES_BALANCED_ALLOCATION,
@@ -123,14 +131,15 @@ DEFAULT_PLUGINS: dict[str, tuple[PluginRef, ...]] = {
         PluginRef(TAINT_TOLERATION, 3),
         PluginRef(NODE_AFFINITY, 2),
         PluginRef(NODE_RESOURCES_FIT, 1),
+        PluginRef(VOLUME_BINDING, 1),  # StorageCapacityScoring: beta, on in 1.37
         PluginRef(POD_TOPOLOGY_SPREAD, 2),
         PluginRef(INTER_POD_AFFINITY, 2),
         PluginRef(NODE_RESOURCES_BALANCED_ALLOCATION, 1),
         PluginRef(IMAGE_LOCALITY, 1),
     ),
-    RESERVE: (),  # upstream: VolumeBinding (VolumeBinding-lite binds no volumes)
+    RESERVE: (PluginRef(VOLUME_BINDING),),
     PERMIT: (),
-    PRE_BIND: (),  # upstream: VolumeBinding
+    PRE_BIND: (PluginRef(VOLUME_BINDING),),
     BIND: (PluginRef(DEFAULT_BINDER),),
     POST_BIND: (),
 }
@@ -138,7 +147,8 @@ DEFAULT_PLUGINS: dict[str, tuple[PluginRef, ...]] = {
 ALL_PLUGINS = frozenset(
     {
         PRIORITY_SORT, SCHEDULING_GATES, NODE_UNSCHEDULABLE, NODE_NAME, TAINT_TOLERATION,
-        NODE_AFFINITY, NODE_PORTS, NODE_RESOURCES_FIT, VOLUME_BINDING, POD_TOPOLOGY_SPREAD,
+        NODE_AFFINITY, NODE_PORTS, NODE_RESOURCES_FIT, VOLUME_RESTRICTIONS, NODE_VOLUME_LIMITS,
+        VOLUME_BINDING, VOLUME_ZONE, POD_TOPOLOGY_SPREAD,
         INTER_POD_AFFINITY, DEFAULT_PREEMPTION, NODE_RESOURCES_BALANCED_ALLOCATION,
         IMAGE_LOCALITY, DEFAULT_BINDER,
     }

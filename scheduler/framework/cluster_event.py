@@ -24,6 +24,10 @@ class EventResource(enum.StrEnum):
     PVC = "PersistentVolumeClaim"
     PV = "PersistentVolume"
     STORAGE_CLASS = "StorageClass"
+    CSI_NODE = "CSINode"
+    CSI_DRIVER = "CSIDriver"
+    CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
+    VOLUME_ATTACHMENT = "VolumeAttachment"
     WILDCARD = "*"
 
 

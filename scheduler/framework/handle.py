@@ -8,12 +8,19 @@ wiring informer stores.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from scheduler.clock import SYSTEM_CLOCK, Clock
+from scheduler.model.csi import (
+    CSIDriverInfo,
+    CSINodeInfo,
+    CSIStorageCapacityInfo,
+    VolumeAttachmentInfo,
+)
 from scheduler.model.namespace import NamespaceInfo
+from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 from scheduler.model.selectors import LabelSelector
 from scheduler.model.volume import PVCInfo, PVInfo, StorageClassInfo
@@ -40,6 +47,24 @@ class StorageClassLister(Protocol):
     def get_storage_class(self, name: str) -> StorageClassInfo | None: ...
 
 
+class StorageLister(PVCLister, PVLister, StorageClassLister, Protocol):
+    """Everything the volume plugins read (PVs and PVCs also listed, CSI objects)."""
+
+    def list_pvs(self) -> Iterable[PVInfo]: ...
+    def get_csi_node(self, name: str) -> CSINodeInfo | None: ...
+    def get_csi_driver(self, name: str) -> CSIDriverInfo | None: ...
+    def list_csi_storage_capacities(self) -> Iterable[CSIStorageCapacityInfo]: ...
+    def volume_attachments_on(self, node_name: str) -> Iterable[VolumeAttachmentInfo]: ...
+
+
+class VolumeAPI(Protocol):
+    """The writes VolumeBinding's PreBind makes (upstream: PersistentVolumes().Update,
+    PersistentVolumeClaims().Update). Each returns the object as stored."""
+
+    async def update_pv(self, raw: Mapping[str, Any]) -> dict[str, Any]: ...
+    async def update_pvc(self, raw: Mapping[str, Any]) -> dict[str, Any]: ...
+
+
 class WorkloadSelectorLister(Protocol):
     """For PodTopologySpread's system default constraints: the selector of the
     services / replica sets / stateful sets / replication controllers selecting the pod
@@ -61,6 +86,10 @@ class InMemoryListers:
         self.pvs: dict[str, PVInfo] = {}
         self.storage_classes: dict[str, StorageClassInfo] = {}
         self.selectors: dict[str, LabelSelector] = {}  # pod key -> default selector
+        self.csi_nodes: dict[str, CSINodeInfo] = {}
+        self.csi_drivers: dict[str, CSIDriverInfo] = {}
+        self.csi_capacities: dict[str, CSIStorageCapacityInfo] = {}  # "ns/name"
+        self.volume_attachments: dict[str, VolumeAttachmentInfo] = {}
 
     def set_namespace(self, ns: NamespaceInfo) -> None:
         self.namespaces[ns.name] = ns
@@ -73,6 +102,34 @@ class InMemoryListers:
 
     def set_storage_class(self, sc: StorageClassInfo) -> None:
         self.storage_classes[sc.name] = sc
+
+    def set_csi_node(self, obj: CSINodeInfo) -> None:
+        self.csi_nodes[obj.name] = obj
+
+    def set_csi_driver(self, obj: CSIDriverInfo) -> None:
+        self.csi_drivers[obj.name] = obj
+
+    def set_csi_storage_capacity(self, obj: CSIStorageCapacityInfo) -> None:
+        self.csi_capacities[obj.key] = obj
+
+    def set_volume_attachment(self, obj: VolumeAttachmentInfo) -> None:
+        self.volume_attachments[obj.name] = obj
+
+    def list_pvs(self) -> Iterable[PVInfo]:
+        return list(self.pvs.values())
+
+    def get_csi_node(self, name: str) -> CSINodeInfo | None:
+        return self.csi_nodes.get(name)
+
+    def get_csi_driver(self, name: str) -> CSIDriverInfo | None:
+        return self.csi_drivers.get(name)
+
+    def list_csi_storage_capacities(self) -> Iterable[CSIStorageCapacityInfo]:
+        return list(self.csi_capacities.values())
+
+    def volume_attachments_on(self, node_name: str) -> Iterable[VolumeAttachmentInfo]:
+        # attachments are few (one per attached volume); a scan is cheaper than an index
+        return [a for a in self.volume_attachments.values() if a.node_name == node_name]
 
     def get_namespace(self, name: str) -> NamespaceInfo | None:
         return self.namespaces.get(name)
@@ -97,12 +154,25 @@ async def _no_binder(pod: PodInfo, node_name: str) -> None:
     raise RuntimeError("no binder configured on the framework handle")
 
 
+class _NoVolumeAPI:
+    async def update_pv(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        raise RuntimeError("no volume API configured on the framework handle")
+
+    async def update_pvc(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        raise RuntimeError("no volume API configured on the framework handle")
+
+
 @dataclass
 class Handle:
     namespaces: NamespaceLister = field(default_factory=InMemoryListers)
     pvcs: PVCLister = field(default_factory=InMemoryListers)
     pvs: PVLister = field(default_factory=InMemoryListers)
     storage_classes: StorageClassLister = field(default_factory=InMemoryListers)
+    storage: StorageLister = field(default_factory=InMemoryListers)
+    volume_api: VolumeAPI = field(default_factory=_NoVolumeAPI)
+    # the informers' view, for VolumeBinding's wait at PreBind (upstream node/pod listers)
+    node_lookup: Callable[[str], NodeInfo | None] = lambda name: None
+    pod_exists: Callable[[PodInfo], bool] = lambda pod: True
     workload_selectors: WorkloadSelectorLister = field(default_factory=InMemoryListers)
     binder: Binder = _no_binder
     clock: Clock = SYSTEM_CLOCK
@@ -116,5 +186,5 @@ class Handle:
     def from_listers(cls, listers: InMemoryListers, **kw: Any) -> Handle:
         return cls(
             namespaces=listers, pvcs=listers, pvs=listers, storage_classes=listers,
-            workload_selectors=listers, **kw,
+            storage=listers, workload_selectors=listers, **kw,
         )  # fmt: skip

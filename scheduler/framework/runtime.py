@@ -419,6 +419,11 @@ class Framework:
     async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         for p in self.pre_bind_plugins:
             st = await p.pre_bind(state, pod, node_name)
+            if st.code == Code.ERROR:
+                # upstream RunPreBindPlugins wraps an error in the plugin's name; the pod's
+                # event and condition carry that text
+                msg = f'running PreBind plugin "{p.name}": {st.message()}'
+                return Status(Code.ERROR, (msg,), p.name, st.error)
             if not st.ok:
                 return _tag(st, p.name)
         return Status.success()

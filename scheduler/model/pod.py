@@ -36,6 +36,7 @@ from scheduler.model.pod_resources import (
     parse_resource_list,
     pod_requests,
 )
+from scheduler.model.pod_volumes import PodVolume, parse_pod_volumes
 from scheduler.model.selectors import (
     IN,
     LabelSelector,
@@ -181,6 +182,7 @@ class PodInfo:
     spread_constraints: tuple[SpreadConstraint, ...] = ()
     images: tuple[str, ...] = ()  # normalized, one per (init and app) container
     pvc_names: tuple[str, ...] = ()
+    volumes: tuple[PodVolume, ...] = ()  # for the volume plugins (model/pod_volumes.py)
     owner_refs: tuple[OwnerRef, ...] = ()
     conditions: tuple[PodCondition, ...] = ()
     priority_class_name: str = ""  # spec.priorityClassName (PreemptionPolicy matches on it)
@@ -670,6 +672,7 @@ def _pod_from_dict(
     )
 
     pvcs = problems.read(_pvc_names, spec.get("volumes"), name, default=[])
+    volumes = problems.read(parse_pod_volumes, spec.get("volumes"), name, default=())
     owners = tuple(
         OwnerRef(
             str(o.get("kind") or ""),
@@ -761,6 +764,7 @@ def _pod_from_dict(
         ),
         images=images,
         pvc_names=tuple(pvcs),
+        volumes=volumes,
         owner_refs=owners,
         conditions=conditions,
         resource_claims=claims,

@@ -18,11 +18,14 @@ from scheduler.plugins import (
     node_resources_balanced_allocation,
     node_resources_fit,
     node_unschedulable,
+    node_volume_limits,
     pod_topology_spread,
     priority_sort,
     scheduling_gates,
     taint_toleration,
     volume_binding,
+    volume_restrictions,
+    volume_zone,
 )
 
 
@@ -41,7 +44,10 @@ def in_tree_registry() -> Registry:
             names.IMAGE_LOCALITY: image_locality.new,
             names.INTER_POD_AFFINITY: inter_pod_affinity.new,
             names.POD_TOPOLOGY_SPREAD: pod_topology_spread.new,
+            names.VOLUME_RESTRICTIONS: volume_restrictions.new,
+            names.NODE_VOLUME_LIMITS: node_volume_limits.new,
             names.VOLUME_BINDING: volume_binding.new,
+            names.VOLUME_ZONE: volume_zone.new,
             names.DEFAULT_BINDER: default_binder.new,
         }
     )

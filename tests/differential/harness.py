@@ -28,6 +28,17 @@ from tests.differential.recorder import Recorder
 from tests.kube import ClusterHandle
 
 DECISION_TIMEOUT = 60.0
+# a pod annotated so is decided by upstream first, then by ours (see decide)
+SEQUENTIAL = "oracle.kas.io/sequential"
+# where scenario.storage objects are created (kind -> collection path; {ns} namespaced)
+STORAGE_PATHS = {
+    "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
+    "CSIDriver": "/apis/storage.k8s.io/v1/csidrivers",
+    "CSINode": "/apis/storage.k8s.io/v1/csinodes",
+    "PersistentVolume": "/api/v1/persistentvolumes",
+    "PersistentVolumeClaim": "/api/v1/namespaces/{ns}/persistentvolumeclaims",
+    "CSIStorageCapacity": "/apis/storage.k8s.io/v1/namespaces/{ns}/csistoragecapacities",
+}
 # after a preemptor's condition is written, how long its victims' DELETEs may take to
 # arrive (both schedulers send them from background tasks)
 VICTIM_SETTLE = 3.0
@@ -167,6 +178,10 @@ class Oracle:
             self._api.request("DELETE", f"/api/v1/namespaces/{name}")
         for node in prev.nodes:
             self._api.request("DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
+        for obj in prev.storage:  # cluster-scoped ones; the rest went with the namespaces
+            path = STORAGE_PATHS[obj["kind"]]
+            if "{ns}" not in path:
+                self._api.request("DELETE", f"{path}/{obj['metadata']['name']}")
         self._previous = None
 
     def _create_node(self, node: dict[str, Any]) -> None:
@@ -205,8 +220,35 @@ class Oracle:
             list(pool.map(self._create_node, scenario.nodes[:-1]))
             # existing pods' bindings go out after every node but the sentinel exists
             self._create_node(scenario.nodes[-1])
+            self._create_storage(scenario)
             list(pool.map(self._create_existing, scenario.existing))
         self._sync(scenario)
+
+    def _create_storage(self, scenario: sc.Scenario) -> None:
+        """Create the scenario's storage objects, then wait for the PV controller: every
+        PV Available or Bound, every pre-bound claim Bound, so both schedulers decide on
+        a settled state (a PV still Pending matches no claim)."""
+        for obj in scenario.storage:
+            ns = obj["metadata"].get("namespace", "")
+            self._req("POST", STORAGE_PATHS[obj["kind"]].format(ns=ns), obj)
+        deadline = time.monotonic() + DECISION_TIMEOUT
+        pvs = {o["metadata"]["name"] for o in scenario.storage if o["kind"] == "PersistentVolume"}
+        for obj in scenario.storage:
+            if obj["kind"] == "PersistentVolume":
+                path = f"/api/v1/persistentvolumes/{obj['metadata']['name']}"
+                ok = ("Available", "Bound")
+            elif obj["kind"] == "PersistentVolumeClaim" and obj["spec"].get("volumeName") in pvs:
+                meta = obj["metadata"]
+                path = (
+                    f"/api/v1/namespaces/{meta['namespace']}/persistentvolumeclaims/{meta['name']}"
+                )
+                ok = ("Bound",)
+            else:
+                continue
+            while (self._req("GET", path).get("status") or {}).get("phase") not in ok:
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"{path} not {'/'.join(ok)} after {DECISION_TIMEOUT}s")
+                time.sleep(0.05)
 
     def _sync(self, scenario: sc.Scenario) -> None:
         ns = scenario.namespaces[0]["metadata"]["name"]
@@ -246,8 +288,25 @@ class Oracle:
 
     # ---- deciding ----------------------------------------------------------------------
     def decide(self, scenario: sc.Scenario, pod: dict[str, Any]) -> PodResult:
+        if (pod["metadata"].get("annotations") or {}).get(SEQUENTIAL) == "true":
+            # one copy after the other: neither sees the other's nomination (a pod
+            # that preempts for a claim both copies use, tests/differential/volumes.py)
+            first = self._decide(scenario, pod, (UPSTREAM,))
+            if first.refused:
+                return first
+            second = self._decide(scenario, pod, (OURS,))
+            return PodResult(
+                first.scenario, first.name, first.priority_class, first.upstream, second.ours
+            )
+        return self._decide(scenario, pod, (UPSTREAM, OURS))
+
+    def _decide(
+        self, scenario: sc.Scenario, pod: dict[str, Any], scheds: tuple[str, ...]
+    ) -> PodResult:
         ns, base = pod["metadata"]["namespace"], pod["metadata"]["name"]
-        copies = {UPSTREAM: f"{base}-u", OURS: f"{base}-o"}
+        copies = {s: f"{base}-{'u' if s == UPSTREAM else 'o'}" for s in scheds}
+        for sched, name in copies.items():
+            self.recorder.forget_volume_writes(sched, _claims(pod, name))
         victims_before = {s: len(self.recorder.victims_of(s)) for s in copies}
         could_preempt = pod["spec"].get("priorityClassName") == "oracle-high"
         for sched, name in copies.items():
@@ -257,7 +316,7 @@ class Oracle:
                 "spec": {**pod["spec"], "schedulerName": sched},
             }
             status, out = self._api.request("POST", f"/api/v1/namespaces/{ns}/pods", body)
-            if status == 422 and sched == UPSTREAM:
+            if status == 422 and sched == scheds[0]:
                 # the generator wrote something the API server refuses: nobody decides it
                 return PodResult(scenario.index, base, "", None, None, refused=str(out))
             _ok(status, out, f"POST pod {ns}/{name}")
@@ -272,6 +331,8 @@ class Oracle:
             for sched in sorted(pending):
                 d = decisions[sched]
                 node = self.recorder.bind_of(sched, d.pod)
+                if node is None:  # a refused PreBind write names the node it chose
+                    node = self.recorder.volume_write_of(sched, _claims(pod, copies[sched]))
                 if node is not None:
                     d.node = node
                     pending.discard(sched)
@@ -318,8 +379,8 @@ class Oracle:
             scenario.index,
             base,
             str(pod["spec"].get("priorityClassName", "")),
-            decisions[UPSTREAM],
-            decisions[OURS],
+            decisions.get(UPSTREAM),
+            decisions.get(OURS),
         )
 
     def _settled(self, sched: str, written: float, before: dict[str, int]) -> bool:
@@ -344,3 +405,15 @@ class Oracle:
             if on_pod is not None:
                 on_pod(r)
         return out
+
+
+def _claims(pod: dict[str, Any], name: str) -> list[str]:
+    """Keys of the claims the copy `name` of `pod` uses (generic ephemeral included)."""
+    ns = pod["metadata"]["namespace"]
+    out = []
+    for v in pod["spec"].get("volumes") or []:
+        if "persistentVolumeClaim" in v:
+            out.append(f"{ns}/{v['persistentVolumeClaim']['claimName']}")
+        elif "ephemeral" in v:
+            out.append(f"{ns}/{name}-{v['name']}")
+    return out

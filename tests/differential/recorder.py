@@ -2,6 +2,9 @@
 two schedulers send, so both always decide on identical cluster state.
 
 A bind (pods/binding CREATE) names the pod and the chosen node; a DELETE names a victim.
+VolumeBinding's PreBind writes come before the bind: a PV update (claimRef) or a PVC
+update (selected-node annotation) is refused too, and names the claim and the node (the
+PV's hostname affinity, the annotation), which stands for the bind it precedes.
 The two schedulers authenticate with client certificates of their own (users
 `oracle-upstream` and `oracle-ours`), so each request is attributed to the scheduler that
 sent it. Requests from anyone else (the harness binding existing pods, kwok) pass.
@@ -42,6 +45,8 @@ class Recorder:
         self.binds: dict[str, dict[str, str]] = defaultdict(dict)
         # user -> victims (pod keys) in the order their DELETE first arrived
         self.deletes: dict[str, list[str]] = defaultdict(list)
+        # user -> claim key -> the node of its first PreBind write
+        self.volume_writes: dict[str, dict[str, str]] = defaultdict(dict)
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self.probe_seen = threading.Event()
@@ -55,7 +60,12 @@ class Recorder:
         if name == "oracle-probe":
             self.probe_seen.set()
         refuse = user in self.users
-        if refuse:
+        resource = (req.get("resource") or {}).get("resource", "")
+        if refuse and resource in ("persistentvolumes", "persistentvolumeclaims"):
+            claim, node = _volume_write(req.get("object") or {}, resource)
+            with self._lock:
+                self.volume_writes[user].setdefault(claim, node)
+        elif refuse:
             with self._lock:
                 if req.get("operation") == "CREATE":
                     obj = req.get("object") or {}
@@ -78,6 +88,20 @@ class Recorder:
         with self._lock:
             return self.binds[user].get(key)
 
+    def forget_volume_writes(self, user: str, claims: list[str]) -> None:
+        """Before a pod is decided: an earlier pod's writes for the same claims are old."""
+        with self._lock:
+            for c in claims:
+                self.volume_writes[user].pop(c, None)
+
+    def volume_write_of(self, user: str, claims: list[str]) -> str | None:
+        with self._lock:
+            for c in claims:
+                node = self.volume_writes[user].get(c)
+                if node is not None:
+                    return node
+        return None
+
     def victims_of(self, user: str) -> list[str]:
         with self._lock:
             return list(self.deletes[user])
@@ -86,6 +110,7 @@ class Recorder:
         with self._lock:
             self.binds.clear()
             self.deletes.clear()
+            self.volume_writes.clear()
 
     # ---- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
@@ -116,7 +141,9 @@ class Recorder:
         port = server.server_address[1]
         ca = base64.b64encode((local.pki_dir / "ca.crt").read_bytes()).decode()
 
-        def hook_for(name: str, operation: str, resource: str) -> dict[str, Any]:
+        def hook_for(
+            name: str, operation: str, resource: str, scope: str = "Namespaced"
+        ) -> dict[str, Any]:
             return {
                 "name": f"{name}.oracle.kas.io",
                 "clientConfig": {"url": f"https://127.0.0.1:{port}/review", "caBundle": ca},
@@ -126,7 +153,7 @@ class Recorder:
                         "apiVersions": ["v1"],
                         "operations": [operation],
                         "resources": [resource],
-                        "scope": "Namespaced",
+                        "scope": scope,
                     }
                 ],
                 # only the scenarios' namespaces: the rest of the cluster is left alone
@@ -147,6 +174,9 @@ class Recorder:
                 "webhooks": [
                     hook_for("bind", "CREATE", "pods/binding"),
                     hook_for("delete", "DELETE", "pods"),
+                    hook_for("pvc", "UPDATE", "persistentvolumeclaims"),
+                    # cluster-scoped: the namespaceSelector does not apply
+                    hook_for("pv", "UPDATE", "persistentvolumes", "Cluster"),
                 ],
             },
         )
@@ -183,3 +213,21 @@ class Recorder:
         if self._server is not None:
             self._server.shutdown()
             self._server = None
+
+
+def _volume_write(obj: dict[str, Any], resource: str) -> tuple[str, str]:
+    """(claim key, node) of a PreBind write: a PVC's selected-node annotation, or a PV's
+    claimRef and the hostname its node affinity requires ("" when it names none)."""
+    meta = obj.get("metadata") or {}
+    if resource == "persistentvolumeclaims":
+        node = (meta.get("annotations") or {}).get("volume.kubernetes.io/selected-node", "")
+        return f"{meta.get('namespace', '')}/{meta.get('name', '')}", str(node)
+    spec = obj.get("spec") or {}
+    ref = spec.get("claimRef") or {}
+    node = ""
+    terms = ((spec.get("nodeAffinity") or {}).get("required") or {}).get("nodeSelectorTerms")
+    for term in terms or []:
+        for e in term.get("matchExpressions") or []:
+            if e.get("key") == "kubernetes.io/hostname" and e.get("values"):
+                node = str(e["values"][0])
+    return f"{ref.get('namespace', '')}/{ref.get('name', '')}", node

@@ -52,6 +52,9 @@ class Scenario:
     nodes: list[dict[str, Any]] = field(default_factory=list)
     existing: list[dict[str, Any]] = field(default_factory=list)  # with spec.nodeName to bind
     incoming: list[dict[str, Any]] = field(default_factory=list)  # no schedulerName yet
+    # storage objects (StorageClass, PV, PVC, CSINode, CSIDriver, CSIStorageCapacity),
+    # created after the nodes and before the existing pods (tests/differential/volumes.py)
+    storage: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def prefix(self) -> str:
@@ -69,6 +72,7 @@ class Scenario:
             "nodes": self.nodes,
             "existing": self.existing,
             "incoming": self.incoming,
+            "storage": self.storage,
         }
 
 

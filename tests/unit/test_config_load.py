@@ -165,8 +165,6 @@ ERROR_CASES: list[tuple[str, dict[str, Any], str, str]] = [
      "profiles[0].plugins.filter.disabled[0].name", "unknown plugin"),
     ("star enabled", {"profiles": P({"filter": {"enabled": [{"name": "*"}]}})},
      "profiles[0].plugins.filter.enabled[0].name", "only allowed in disabled"),
-    ("not implemented", {"profiles": P({"filter": {"enabled": [{"name": "VolumeZone"}]}})},
-     "profiles[0].plugins.filter.enabled[0].name", "not implemented"),
     ("plugin at wrong point", {"profiles": P({"score": {"enabled": [{"name": "NodeName"}]}})},
      "profiles[0].plugins.score.enabled[0].name", "does not implement the score"),
     ("negative weight",

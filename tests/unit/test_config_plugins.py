@@ -110,7 +110,7 @@ def test_star_at_a_point_keeps_only_its_own_enabled_list() -> None:
         }
     )
     assert [(r.name, r.weight) for r in p.enabled("score")] == [("ImageLocality", 4)]
-    assert len(at(p, "filter")) == 9  # other points untouched
+    assert len(at(p, "filter")) == 12  # other points untouched
 
 
 def test_star_in_multi_point_with_own_minimal_set() -> None:

@@ -26,8 +26,9 @@ def test_defaults_match_upstream() -> None:
 def test_default_score_weights() -> None:
     weights = {p.name: p.weight for p in names.DEFAULT_PLUGINS[names.SCORE]}
     assert weights == {
-        "TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "PodTopologySpread": 2,
-        "InterPodAffinity": 2, "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1,
+        "TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "VolumeBinding": 1,
+        "PodTopologySpread": 2, "InterPodAffinity": 2, "NodeResourcesBalancedAllocation": 1,
+        "ImageLocality": 1,
     }  # fmt: skip
     assert [p.name for p in names.DEFAULT_MULTI_POINT][:2] == ["SchedulingGates", "PrioritySort"]
 

@@ -227,11 +227,12 @@ def test_node_dry_run_removes_victims_and_keeps_pre_filter_state_in_step() -> No
 def test_multi_point_expansion_weights_and_errors() -> None:
     fw = make_framework()
     assert [p.name for p in fw.score_plugins] == [
-        "TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread",
-        "InterPodAffinity", "NodeResourcesBalancedAllocation", "ImageLocality",
+        "TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding",
+        "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation",
+        "ImageLocality",
     ]  # fmt: skip
     assert fw.weights == {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1,
-                          "PodTopologySpread": 2, "InterPodAffinity": 2,
+                          "VolumeBinding": 1, "PodTopologySpread": 2, "InterPodAffinity": 2,
                           "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}  # fmt: skip
     assert [p.name for p in fw.filter_plugins][:3] == [
         "NodeUnschedulable",
