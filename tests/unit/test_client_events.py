@@ -254,10 +254,13 @@ async def test_writes_overlap_so_a_slow_api_does_not_drop_events_at_the_bind_rat
     sink = SlowSink()
     rec, _ = recorder(sink, buffer_size=50)
     rec.start()
-    for i in range(200):  # 200 distinct pods, faster than one write at a time could keep up
+    for i in range(200):  # 200 distinct pods, 40 at a time: more than one write at a time
         rec.event(pod_ref("ns", f"p{i}"), NORMAL, "Scheduled", "Binding", "ok")
         if i % 40 == 39:
-            await asyncio.sleep(0.05)
+            # the next 40 come once the writer has caught up, however slow the machine:
+            # a fixed sleep here made the test fail under CPU load
+            while len(sink.created) < i + 1 - 10:
+                await asyncio.sleep(0.005)
     await rec.stop(grace=5.0)
     assert SlowSink.peak > 1
     assert rec.dropped == 0
