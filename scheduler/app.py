@@ -51,7 +51,7 @@ from scheduler.framework.registry import Registry
 from scheduler.framework.runtime import Framework
 from scheduler.framework.runtime import Profile as FrameworkProfile
 from scheduler.guarded_tasks import GuardedTasks
-from scheduler.leader import LeaderElectionSettings, LeaderElector
+from scheduler.leader import LeaderElectionSettings, LeaderElector, LeaseFence
 from scheduler.loop import SchedulingLoop
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model import (
@@ -174,6 +174,12 @@ class SchedulerApp:
                 verb=verb, resource=res, code=code
             ).inc(),
         )
+        # leader-only writes check the lease right before they are sent (leader.py);
+        # the elector is attached below when leader election is on
+        self.fence = LeaseFence(
+            on_closed=lambda op: m.lease_fenced_writes.labels(operation=op).inc()
+        )
+        self.dispatcher.fence = self.fence.open
         names = [p.scheduler_name for p in cfg.profiles]
         self.events = EventRecorder(
             self.dispatcher,
@@ -207,6 +213,7 @@ class SchedulerApp:
                 retry_initial=float(cfg.pod_initial_backoff_seconds),
                 retry_max=float(cfg.pod_max_backoff_seconds),
             ),
+            fence=self.fence.open,
         )
         self.policies: PolicyRuntime | None = None
         if options.preemption_policies:
@@ -283,6 +290,7 @@ class SchedulerApp:
             status_writer=self.status_writer,
             metrics=m,
             is_pending=self._is_pending,
+            fence=self.fence.open,
         )
         self.server = HealthServer(m.registry, host=options.bind_address, port=options.port)
         self.attempts = AttemptLog()
@@ -320,6 +328,7 @@ class SchedulerApp:
                 on_started_leading=self._started_leading,
                 on_stopped_leading=self._stopped_leading,
             )
+            self.fence.elector = self.elector
             self.server.add_health_check("leaderElection", self.elector.healthz)
         self._leading = asyncio.Event()
         self._lost_lease = False

@@ -56,16 +56,29 @@ def node_update_event(old: NodeInfo, new: NodeInfo) -> ClusterEvent | None:
     return ClusterEvent(EventResource.NODE, action, "NodeUpdate")
 
 
+def _warn_unreadable(old: NodeInfo | None, new: NodeInfo) -> None:
+    """A node with parts the scheduler cannot read takes (almost) no pods (see
+    model.node_from_dict): say so once per change, not on every update."""
+    if new.problems and (old is None or old.problems != new.problems):
+        log.warning(
+            "cannot read parts of node=%s, it takes no new pods: %s",
+            new.name,
+            "; ".join(new.problems),
+        )
+
+
 class NodeEventHandler:
     def __init__(self, cache: Cache, queue: SchedulingQueue[PodInfo]) -> None:
         self.cache = cache
         self.queue = queue
 
     def on_add(self, node: NodeInfo) -> None:
+        _warn_unreadable(None, node)
         self.cache.add_node(node)
         self.queue.move_all_to_active_or_backoff(NODE_ADD, None, node)
 
     def on_update(self, old: NodeInfo, new: NodeInfo) -> None:
+        _warn_unreadable(old, new)
         self.cache.update_node(old, new)
         event = node_update_event(old, new)
         if event is not None:

@@ -22,6 +22,28 @@ Only the leader schedules; followers keep their caches warm so a failover is fas
   (unreachable, 403 on a Lease the RBAC does not cover, ...). Such a standby could never
   take over; failing liveness makes it visible and restarts it with a fresh connection.
   A leader in that situation has already stepped down at renewDeadline.
+- Fence (`holds_lease()`): the lease counts as surely held only while less than
+  renewDeadline has passed, on the monotonic clock, since the START of the last
+  successful acquisition or renewal. The API server wrote that renewal at or after its
+  start, and another candidate waits a whole leaseDuration (> renewDeadline) after it
+  sees the record change, so while the fence is open no one else can hold the Lease
+  (clock rates being alike). Writes that only the leader may make (binds, victim
+  DELETEs, pod status patches) check it right before they are sent (LeaseFence: the
+  binding cycle, the preemption executor, and the dispatcher after its rate limiter);
+  a closed fence wakes the renew loop (`nudge()`), which then steps down at once.
+  Why beyond upstream: client-go's
+  leaderelection package says itself that it does not guarantee that only one client
+  acts as leader (no fencing, client-go tools/leaderelection/leaderelection.go): its
+  IsLeader() only compares the observed holder, its renew loop gives up after a
+  renewDeadline per round, and kube-scheduler's OnStoppedLeading exits the process
+  (cmd/kube-scheduler/app/server.go); nothing checks the lease before a bind. A process
+  frozen past its lease (SIGSTOP, a VM pause, a long GC) wakes with a backlog and, if a
+  renewal was in flight, a success for a request sent before the freeze: until its
+  renew loop runs again it still believes it leads, and every bind it sends races the
+  new leader's (the fault case leader_pause measured 72 binding requests in 1.6 s, 5 of
+  them accepted while the other replica held the Lease; issue 10). The monotonic clock
+  keeps running across a freeze, so the fence is already closed on waking, before any
+  other task runs.
 
 Callbacks are synchronous and run on the event loop: on_started_leading once we lead,
 on_stopped_leading once we no longer do (lost or released; not called if we never led),
@@ -50,6 +72,7 @@ __all__ = [
     "LeaderElector",
     "LeaderRecord",
     "LeaseClient",
+    "LeaseFence",
     "can_acquire",
 ]
 
@@ -138,6 +161,33 @@ class ElectorState(enum.Enum):
     STOPPED = "stopped"
 
 
+class LeaseFence:
+    """What a leader-only write asks right before it is sent: `open(operation)`.
+
+    Always open without leader election. Closed when the elector does not surely hold
+    the lease (LeaderElector.holds_lease; a follower never does); a closed check is
+    counted (`on_closed`, the app's metric) and nudges a leader to step down now.
+    Cheap: one clock read and a float comparison on the open path."""
+
+    def __init__(
+        self,
+        elector: LeaderElector | None = None,
+        on_closed: Callable[[str], None] | None = None,
+    ) -> None:
+        self.elector = elector
+        self._on_closed = on_closed
+
+    def open(self, operation: str) -> bool:
+        elector = self.elector
+        if elector is None or elector.holds_lease():
+            return True
+        if self._on_closed is not None:
+            self._on_closed(operation)
+        if elector.is_leader:  # a follower has nothing to step down from
+            elector.nudge()
+        return False
+
+
 def _utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
@@ -175,12 +225,26 @@ class LeaderElector:
         self._last_contact = clock.now()
         self._last_error = ""
         self._stop = asyncio.Event()
+        self._wake = asyncio.Event()
         self._leader = ""
+        # monotonic time until which the lease is surely held (see holds_lease)
+        self._held_until = 0.0
 
     # ---- public surface ----------------------------------------------------------
     @property
     def is_leader(self) -> bool:
         return self._leading
+
+    def holds_lease(self) -> bool:
+        """True while we lead and the last successful acquisition or renewal STARTED
+        less than renewDeadline ago (monotonic). Cheap: one clock read, one comparison;
+        called right before every leader-only write."""
+        return self._leading and self._clock.now() < self._held_until
+
+    def nudge(self) -> None:
+        """A writer found the fence closed: wake the renew loop now (it steps down when
+        the deadline has passed) instead of at the end of its retry period."""
+        self._wake.set()
 
     @property
     def leader(self) -> str:
@@ -247,13 +311,19 @@ class LeaderElector:
         """Sleep up to `delay`; True when stop() was called meanwhile."""
         if self._stop.is_set():
             return True
+        if self._wake.is_set():
+            self._wake.clear()
+            return False
         sleeper = asyncio.ensure_future(self._sleep(delay))
         stopper = asyncio.ensure_future(self._stop.wait())
+        waker = asyncio.ensure_future(self._wake.wait())
         try:
-            await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({sleeper, stopper, waker}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             sleeper.cancel()
             stopper.cancel()
+            waker.cancel()
+        self._wake.clear()
         return self._stop.is_set()
 
     async def _acquire(self) -> bool:
@@ -266,7 +336,7 @@ class LeaderElector:
             self._last_tick = self._clock.now()
             started = self._clock.now()
             if await self._attempt(self.settings.renew_deadline):
-                self._last_renew = started
+                self._renewed(started)
                 log.info(
                     "acquired leader lease lease=%s identity=%s", self.key, self.settings.identity
                 )
@@ -280,7 +350,9 @@ class LeaderElector:
     async def _renew(self) -> None:
         s = self.settings
         while True:
-            if await self._pause(s.retry_period):
+            # a renewal answered long after it was sent (the process was frozen) has
+            # left the fence closed: no pause, step down now
+            if self.holds_lease() and await self._pause(s.retry_period):
                 return
             while True:
                 self._last_tick = self._clock.now()
@@ -293,7 +365,7 @@ class LeaderElector:
                     return
                 started = self._clock.now()
                 if await self._attempt(remaining):
-                    self._last_renew = started
+                    self._renewed(started)
                     break
                 if self._observed and self._observed.holder not in ("", s.identity):
                     log.warning(
@@ -305,6 +377,11 @@ class LeaderElector:
                     return
                 if await self._pause(min(s.retry_period, max(0.0, remaining))):
                     return
+
+    def _renewed(self, started: float) -> None:
+        """A successful acquisition or renewal that was sent at `started`."""
+        self._last_renew = started
+        self._held_until = started + self.settings.renew_deadline
 
     async def _attempt(self, limit: float) -> bool:
         started = self._clock.now()

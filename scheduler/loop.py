@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from scheduler.cache import Cache, CacheError, Nominator, Snapshot
-from scheduler.client.errors import ApiError, Conflict
+from scheduler.client.errors import ApiError, Conflict, LeaseNotHeld
 from scheduler.client.events import EventRecorder, pod_ref
 from scheduler.clock import SYSTEM_CLOCK, Clock
 from scheduler.framework.cycle_state import CycleState
@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 RESULT_SCHEDULED = "scheduled"
 RESULT_UNSCHEDULABLE = "unschedulable"
 RESULT_ERROR = "error"
+FENCED_BIND = "create pods/binding"
 
 
 class BindRejected(Exception):
@@ -87,6 +88,7 @@ class SchedulingLoop:
         max_binds_in_flight: int = 64,
         clock: Clock = SYSTEM_CLOCK,
         is_pending: Callable[[PodInfo], bool] | None = None,
+        fence: Callable[[str], bool] | None = None,
     ) -> None:
         self.cache = cache
         self.queue = queue
@@ -105,6 +107,8 @@ class SchedulingLoop:
         # is the pod (by the informer's view) still pending and ours? guards requeues of
         # pods that were deleted or bound elsewhere while their cycle ran
         self._is_pending = is_pending or (lambda pod: True)
+        # leader-election fence (leader.LeaseFence.open): checked right before each bind
+        self._fence = fence or (lambda operation: True)
         # told of every FitError after PostFilter (explain keeps the last attempt)
         self.on_unschedulable: Callable[[PodInfo, FitError, str | None], None] | None = None
         self.cycles = 0
@@ -389,12 +393,18 @@ class SchedulingLoop:
                 st = await fwk.run_pre_bind(state, assumed, node)
                 if not st.ok:
                     raise PreBindFailed(st.message())
+                if not self._fence(FENCED_BIND):
+                    self._fenced(fwk, state, info, assumed, node)
+                    return
                 bind_start = self.clock.now()
                 st = await fwk.run_bind(state, assumed, node)
                 self.metrics.binding_duration.labels(result="ok" if st.ok else "error").observe(
                     self.clock.now() - bind_start
                 )
                 if not st.ok:
+                    if isinstance(st.error, LeaseNotHeld):  # the dispatcher's last check
+                        self._fenced(fwk, state, info, assumed, node)
+                        return
                     if isinstance(st.error, Conflict):
                         # 409: bound by someone else in between (the informer will tell us
                         # where), or being deleted (the informer will remove it); either
@@ -457,6 +467,24 @@ class SchedulingLoop:
             )
         finally:
             self.metrics.goroutines.labels(operation="binding").set(len(self._binds) - 1)
+
+    def _fenced(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        info: QueuedPodInfo[PodInfo],
+        assumed: PodInfo,
+        node: str,
+    ) -> None:
+        """The lease is not surely held: the bind is not sent. The pod is forgotten and
+        requeued quietly (no event, no status: this replica is stepping down and the
+        next leader schedules it); the fence counted it and nudged the elector."""
+        pod = info.pod
+        log.info("lease not surely held, bind not sent pod=%s node=%s", pod.key, node)
+        self._undo(fwk, state, assumed, node)
+        if self._is_pending(pod):
+            self.queue.add_unschedulable_if_not_present(info, (), self.queue.scheduling_cycle)
+        self.queue.done(pod.uid)
 
 
 @dataclass

@@ -265,7 +265,8 @@ class SchedulerMetrics:
             "PodScheduled=False status writes for pods that failed a cycle, by result: "
             "'written', 'unchanged' (skipped: the pod already shows it, as upstream's "
             "updatePod), 'coalesced' (replaced by a later status of the same pod before it "
-            "was sent), 'gone' (404), 'failed'.",
+            "was sent), 'gone' (404), 'failed', 'fenced' (not sent: the leader lease was not "
+            "surely held, see lease_fenced_writes_total).",
             ["result"],
             namespace=ns,
             registry=r,
@@ -279,6 +280,16 @@ class SchedulerMetrics:
             "the write, e.g. 404 namespace gone; not resent), 'failed' (no answer after "
             "retries), 'stopped' (recorded after shutdown began).",
             ["reason"],
+            namespace=ns,
+            registry=r,
+        )
+        self.lease_fenced_writes = Counter(
+            "lease_fenced_writes_total",
+            "Leader-only writes not sent because the leader lease was not surely held "
+            "(its last successful renewal started renewDeadline ago or more; e.g. the "
+            "process was frozen): binds ('create pods/binding'), victim DELETEs "
+            "('delete pods') and pod status patches ('patch pods/status').",
+            ["operation"],
             namespace=ns,
             registry=r,
         )

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.client.errors import ApiError, NotFound
+from scheduler.client.errors import ApiError, LeaseNotHeld, NotFound
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model import PodInfo
 
@@ -46,6 +46,7 @@ UNCHANGED = "unchanged"
 COALESCED = "coalesced"
 GONE = "gone"
 FAILED = "failed"
+FENCED = "fenced"  # not sent: this replica does not surely hold the leader lease
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +194,10 @@ class StatusWriter:
             result = WRITTEN
         except NotFound:
             result = GONE
+        except LeaseNotHeld:
+            # a follower (a refused pod's status) or a leader stepping down: the leader
+            # writes it; the fence counted it
+            result = FENCED
         except ApiError as exc:
             log.warning("status patch failed pod=%s err=%s", pod.key, exc)
         except asyncio.CancelledError:

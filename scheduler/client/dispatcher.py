@@ -38,7 +38,7 @@ from scheduler.client.connection import (
     Query,
     Response,
 )
-from scheduler.client.errors import ApiError, Conflict
+from scheduler.client.errors import ApiError, Conflict, LeaseNotHeld
 from scheduler.clock import SYSTEM_CLOCK, Clock
 
 __all__ = [
@@ -152,6 +152,10 @@ class Dispatcher:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._in_flight = 0
         self._calls = self._retries = self._failures = 0
+        # the leader-election fence for writes only the leader may make (fenced=True):
+        # called with "verb resource" right before each attempt is sent; False means
+        # the attempt is not sent and the call raises LeaseNotHeld (see app.py)
+        self.fence: Callable[[str], bool] | None = None
 
     # ---- the one path every call takes ------------------------------------------
     async def call(
@@ -165,9 +169,13 @@ class Dispatcher:
         body: Any = None,
         content_type: str = JSON,
         retry: bool = True,
+        fenced: bool = False,
     ) -> Response:
         """One API call with rate limit, concurrency bound and safe retries.
-        `verb`/`resource` are the metric labels ("create", "pods/binding")."""
+        `verb`/`resource` are the metric labels ("create", "pods/binding"). A `fenced`
+        call checks `self.fence` after the rate limiter and the concurrency slot, the
+        last moment before the request leaves: a wait there must not carry a write
+        past the end of our lease."""
         attempts = self.settings.max_attempts if retry else 1
         backoff = Backoff(
             self.settings.retry_initial, self.settings.retry_max, jitter=0.5, rand=self._rand
@@ -180,6 +188,8 @@ class Dispatcher:
             await self._bucket.acquire(self._sleep)
             try:
                 async with self._slots:
+                    if fenced and self.fence is not None and not self.fence(f"{verb} {resource}"):
+                        raise LeaseNotHeld(f"{verb} {resource}")
                     self._in_flight += 1
                     try:
                         response = await self.connection.request_raw(
@@ -187,6 +197,9 @@ class Dispatcher:
                         )
                     finally:
                         self._in_flight -= 1
+            except LeaseNotHeld:
+                self._failures += 1
+                raise  # nothing was sent: no request metric, no retry
             except ApiError as exc:
                 self._observe(verb, resource, exc.code, started)
                 if not exc.retryable or attempt >= attempts:
@@ -268,7 +281,9 @@ class Dispatcher:
         }
         path = f"/api/v1/namespaces/{namespace}/pods/{name}/binding"
         try:
-            response = await self.call("create", "pods/binding", "POST", path, body=body)
+            response = await self.call(
+                "create", "pods/binding", "POST", path, body=body, fenced=True
+            )
         except Conflict as exc:
             retried = exc.attempts > 1
             if retried and f'already assigned to node "{node}"' in exc.message:
@@ -284,7 +299,13 @@ class Dispatcher:
         a None value clears a field ({"status": {"nominatedNodeName": None}})."""
         path = f"/api/v1/namespaces/{namespace}/pods/{name}/status"
         response = await self.call(
-            "patch", "pods/status", "PATCH", path, body=patch, content_type=STRATEGIC_MERGE_PATCH
+            "patch",
+            "pods/status",
+            "PATCH",
+            path,
+            body=patch,
+            content_type=STRATEGIC_MERGE_PATCH,
+            fenced=True,
         )
         return response.body
 
@@ -305,7 +326,7 @@ class Dispatcher:
         if grace_period_seconds is not None:
             options["gracePeriodSeconds"] = grace_period_seconds
         path = f"/api/v1/namespaces/{namespace}/pods/{name}"
-        response = await self.call("delete", "pods", "DELETE", path, body=options)
+        response = await self.call("delete", "pods", "DELETE", path, body=options, fenced=True)
         return response.body
 
     # ---- volumes (VolumeBinding's PreBind) ------------------------------------------

@@ -16,6 +16,7 @@ ApiError(status, reason, message)
 ├── Gone                  410 (resourceVersion too old / expired continue token)
 ├── TooManyRequests       429 (retry_after from the Status details or Retry-After)
 ├── ServerError           5xx (and any other unexpected status)
+├── LeaseNotHeld          status 0: not sent, the leader lease is not surely held
 └── TransportError        status 0: no HTTP answer at all
     ├── Timeout           the request or a stream read took too long
     └── ConnectionFailed  refused, reset, TLS failure, a stream cut mid-body
@@ -44,6 +45,7 @@ __all__ = [
     "Forbidden",
     "Gone",
     "Invalid",
+    "LeaseNotHeld",
     "NotFound",
     "ServerError",
     "Timeout",
@@ -136,6 +138,17 @@ class TransportError(ApiError):
 
 class Timeout(TransportError):
     pass
+
+
+class LeaseNotHeld(ApiError):
+    """Not sent: a write only the leader may make (a bind, a victim DELETE, a pod status
+    patch) found the leader-election fence closed right before it would have gone out
+    (scheduler.leader.LeaderElector.holds_lease). Nothing reached the API server."""
+
+    def __init__(self, operation: str) -> None:
+        super().__init__(
+            0, "LeaseNotHeld", f"{operation} not sent: the leader lease is not surely held"
+        )
 
 
 class ConnectionFailed(TransportError):

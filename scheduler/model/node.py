@@ -6,13 +6,16 @@ millicores, everything else in integer units), images (name -> size), Ready.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from scheduler.model.errors import InvalidObject
 from scheduler.model.quantity import PODS, parse_resource
-from scheduler.model.taints import EFFECTS, Taint
+from scheduler.model.taints import EFFECTS, NO_EXECUTE, NO_SCHEDULE, Taint
+
+_R = TypeVar("_R")
+_D = TypeVar("_D")
 
 LABEL_HOSTNAME = "kubernetes.io/hostname"
 LABEL_ZONE = "topology.kubernetes.io/zone"
@@ -30,6 +33,8 @@ class NodeInfo:
     allocatable: Mapping[str, int] = field(default_factory=dict)
     images: Mapping[str, int] = field(default_factory=dict)
     ready: bool = True
+    # what the scheduler could not read (each "path: detail"); see node_from_dict
+    problems: tuple[str, ...] = ()
 
     @property
     def allowed_pods(self) -> int:
@@ -47,58 +52,204 @@ def normalize_image(name: str) -> str:
     return _normalize_image(name)
 
 
-def node_from_dict(raw: Mapping[str, Any]) -> NodeInfo:
-    """Build a NodeInfo from a raw v1.Node dict. Raises InvalidObject."""
-    if not isinstance(raw, Mapping):
+# Nodes the scheduler cannot fully read get these taints: no pod lands on them unless it
+# tolerates every taint of both placement effects (then no unreadable taint could have
+# kept it off either), and the pods' FailedScheduling messages name the reason. The
+# node's readable capacity and the pods bound to it keep counting.
+TAINT_UNREADABLE = "scheduler.kube-async-scheduler.io/unreadable-node"
+UNREADABLE_TAINTS = (
+    Taint(TAINT_UNREADABLE, "", NO_SCHEDULE),
+    Taint(TAINT_UNREADABLE, "", NO_EXECUTE),
+)
+
+
+def node_from_dict(raw: Any) -> NodeInfo:
+    """Build a NodeInfo from a raw v1.Node dict.
+
+    Total, as pod_from_dict: nothing the API server could store makes a node invisible.
+    Only a node without a readable name raises InvalidObject. Any other part of a shape
+    the scheduler cannot read (the API server never stores one; a broken proxy or a
+    newer API version might) is recorded in `NodeInfo.problems`, left out, and the rest
+    is still read, so the node's capacity and the pods on it keep counting. Where a left
+    out part could have kept pods away (taints, unschedulable, a resource amount) the
+    reading errs on the safe side: unreadable taints become UNREADABLE_TAINTS, an
+    unreadable unschedulable reads as True, an unreadable resource as absent (0)."""
+    if not isinstance(raw, dict):
         raise InvalidObject("", "node must be an object")
-    meta = raw.get("metadata") or {}
-    spec = raw.get("spec") or {}
-    status = raw.get("status") or {}
+    meta = raw.get("metadata")
+    if not isinstance(meta, dict):
+        raise InvalidObject("metadata", "must be an object")
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise InvalidObject("metadata.name", "must be a non-empty string")
-    labels = meta.get("labels") or {}
-    if not isinstance(labels, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
-    ):
-        raise InvalidObject("metadata.labels", "must be a map of strings", name)
-    taints: list[Taint] = []
-    for i, t in enumerate(spec.get("taints") or []):
-        if not isinstance(t, dict) or not isinstance(t.get("key"), str):
-            raise InvalidObject(f"spec.taints[{i}]", "must have a string key", name)
-        effect = t.get("effect", "")
-        if effect not in EFFECTS:
-            raise InvalidObject(f"spec.taints[{i}].effect", f"unknown effect {effect!r}", name)
-        taints.append(Taint(t["key"], str(t.get("value") or ""), effect))
-    allocatable: dict[str, int] = {}
-    raw_alloc = status.get("allocatable") or status.get("capacity") or {}
-    if not isinstance(raw_alloc, dict):
-        raise InvalidObject("status.allocatable", "must be a map", name)
-    for res, q in raw_alloc.items():
-        try:
-            allocatable[res] = parse_resource(res, q)
-        except InvalidObject as e:
-            raise InvalidObject(f"status.allocatable.{res}", e.detail, name) from e
-    images: dict[str, int] = {}
-    for img in status.get("images") or []:
-        if not isinstance(img, dict):
-            continue
-        size = int(img.get("sizeBytes") or 0)
-        for n in img.get("names") or []:
-            if isinstance(n, str):
-                images[_normalize_image(n)] = size
-    ready = False
-    for c in status.get("conditions") or []:
-        if isinstance(c, dict) and c.get("type") == "Ready":
-            ready = c.get("status") == "True"
+    problems = _NodeProblems()
+    spec: dict[str, Any] | None = problems.read(_object, raw.get("spec"), "spec", default=None)
+    status: dict[str, Any] = problems.read(_object, raw.get("status"), "status", default={})
+    labels: dict[str, str] = problems.read(
+        _string_map, meta.get("labels"), "metadata.labels", default={}
+    )
+    taints: tuple[Taint, ...]
+    if spec is None:  # unreadable: it may have had taints, or said unschedulable
+        taints, unschedulable = UNREADABLE_TAINTS, True
+    else:
+        taints = problems.read(
+            _taints, spec.get("taints"), "spec.taints", default=UNREADABLE_TAINTS
+        )
+        unschedulable = problems.read(
+            _bool, spec.get("unschedulable"), "spec.unschedulable", default=True
+        )
+    allocatable = _allocatable(status, problems)
+    images = _images(status.get("images"), "status.images", problems)
+    ready = problems.read(_ready, status.get("conditions"), "status.conditions", default=False)
+    found = tuple(problems.found)
+    if found and not all(t in taints for t in UNREADABLE_TAINTS):
+        taints = (*taints, *UNREADABLE_TAINTS)
     return NodeInfo(
         name=name,
-        uid=str(meta.get("uid") or ""),
-        resource_version=str(meta.get("resourceVersion") or ""),
-        labels=dict(labels),
-        taints=tuple(taints),
-        unschedulable=bool(spec.get("unschedulable", False)),
+        uid=_text(meta.get("uid")),
+        resource_version=_text(meta.get("resourceVersion")),
+        labels=labels,
+        taints=taints,
+        unschedulable=unschedulable,
         allocatable=allocatable,
         images=images,
         ready=ready,
+        problems=found,
     )
+
+
+class _NodeProblems:
+    """Collects what could not be read (each "path: detail"), so one bad part of a node
+    costs only itself."""
+
+    def __init__(self) -> None:
+        self.found: list[str] = []
+
+    def add(self, path: str, detail: str) -> None:
+        self.found.append(str(InvalidObject(path, detail)))
+
+    def read(self, fn: Callable[[Any, str], _R], value: Any, path: str, *, default: _D) -> _R | _D:
+        try:
+            return fn(value, path)
+        except InvalidObject as e:
+            self.found.append(str(e))
+            return default
+
+
+def _text(value: Any) -> str:
+    """An optional string field (uid, resourceVersion): anything else reads as ""."""
+    return value if isinstance(value, str) else ""
+
+
+def _object(value: Any, path: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidObject(path, "must be an object")
+    return value
+
+
+def _string_map(value: Any, path: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise InvalidObject(path, "must be a map of strings")
+    return dict(value)
+
+
+def _list(value: Any, path: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InvalidObject(path, "must be a list")
+    return value
+
+
+def _bool(value: Any, path: str) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise InvalidObject(path, f"must be a boolean, got {_short(value)}")
+    return value
+
+
+def _taints(value: Any, path: str) -> tuple[Taint, ...]:
+    """spec.taints; one unreadable entry makes the whole list unreadable (a node must
+    not lose a taint that may have kept pods away)."""
+    out: list[Taint] = []
+    for i, t in enumerate(_list(value, path)):
+        where = f"{path}[{i}]"
+        if not isinstance(t, dict):
+            raise InvalidObject(where, "must be an object")
+        key, taint_value, effect = t.get("key"), t.get("value"), t.get("effect")
+        if not isinstance(key, str) or not key:
+            raise InvalidObject(f"{where}.key", "must be a non-empty string")
+        if taint_value is not None and not isinstance(taint_value, str):
+            raise InvalidObject(f"{where}.value", "must be a string")
+        if not isinstance(effect, str) or effect not in EFFECTS:
+            raise InvalidObject(f"{where}.effect", f"unknown effect {_short(effect)}")
+        out.append(Taint(key, taint_value or "", effect))
+    return tuple(out)
+
+
+def _allocatable(status: dict[str, Any], problems: _NodeProblems) -> dict[str, int]:
+    """status.allocatable (status.capacity when absent). An unreadable amount is left
+    out: the resource reads as 0 on this node, so nothing is placed against it."""
+    path = "status.allocatable"
+    raw = status.get("allocatable")
+    if raw is None or raw == {}:
+        path, raw = "status.capacity", status.get("capacity")
+    empty: dict[str, Any] = {}
+    amounts = problems.read(_object, raw, path, default=empty)
+    out: dict[str, int] = {}
+    for res, q in amounts.items():
+        try:
+            out[res] = parse_resource(res, q)
+        except InvalidObject as e:
+            problems.add(f"{path}.{res}", e.detail)
+    return out
+
+
+def _images(value: Any, path: str, problems: _NodeProblems) -> dict[str, int]:
+    """status.images (ImageLocality scores with it). Unreadable entries are left out."""
+    images: dict[str, int] = {}
+    none: list[Any] = []
+    for i, img in enumerate(problems.read(_list, value, path, default=none)):
+        where = f"{path}[{i}]"
+        if not isinstance(img, dict):
+            problems.add(where, "must be an object")
+            continue
+        size = img.get("sizeBytes")
+        if size is None:
+            size = 0
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            problems.add(
+                f"{where}.sizeBytes", f"must be a non-negative integer, got {_short(size)}"
+            )
+            continue
+        names = problems.read(_list, img.get("names"), f"{where}.names", default=none)
+        for j, n in enumerate(names):
+            if isinstance(n, str):
+                images[_normalize_image(n)] = size
+            else:
+                problems.add(f"{where}.names[{j}]", "must be a string")
+    return images
+
+
+def _ready(value: Any, path: str) -> bool:
+    """The Ready condition's status is "True" (last one wins, as before)."""
+    ready = False
+    for i, c in enumerate(_list(value, path)):
+        if not isinstance(c, dict):
+            raise InvalidObject(f"{path}[{i}]", "must be an object")
+        if c.get("type") == "Ready":
+            ready = c.get("status") == "True"
+    return ready
+
+
+def _short(value: Any) -> str:
+    """A bad value for an error text, cut short (fuzzed values may be huge)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -478,9 +478,10 @@ def _spread_constraints(
             if v not in (POLICY_HONOR, POLICY_IGNORE):
                 raise InvalidObject(f"{p}.{name}", f"unsupported value {v!r}")
         selector = parse_label_selector(c.get("labelSelector"), f"{p}.labelSelector")
-        selector = _merge_match_label_keys(
-            selector, labels, _list(c.get("matchLabelKeys"), f"{p}.matchLabelKeys")
-        )
+        keys = _list(c.get("matchLabelKeys"), f"{p}.matchLabelKeys")
+        if not all(isinstance(k, str) for k in keys):  # `k in labels` hashes each key
+            raise InvalidObject(f"{p}.matchLabelKeys", "must be a list of strings")
+        selector = _merge_match_label_keys(selector, labels, keys)
         out.append(SpreadConstraint(max_skew, topo, when, selector, min_domains, naff, ntaint))
     return tuple(out)
 

@@ -81,6 +81,19 @@ def _go_json_strings(values: Iterable[str]) -> str:
     return json.dumps(list(values), separators=(",", ":"), ensure_ascii=False)
 
 
+def _absent_as(value: Any, empty: Any) -> Any:
+    """An optional JSON field: null (absent) reads as `empty`; anything else is returned
+    as is for the caller's explicit shape check (never `value or empty`, which would
+    take a wrong-typed 0, "" or false for "absent")."""
+    return empty if value is None else value
+
+
+def _short(value: Any) -> str:
+    """A bad JSON value for an error text, cut short (it may be huge or deeply nested)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _invalid(path: str, bad: str, detail: str) -> str:
     """field.Invalid(path, value, detail).Error() as apimachinery renders it."""
     return f"{path}: Invalid value: {bad}: {detail}"
@@ -148,11 +161,12 @@ def _requirement(raw: Any, path: str, ops: frozenset[str]) -> Requirement:
         raise InvalidObject(path, "must be an object")
     key = raw.get("key")
     op = raw.get("operator")
-    values = raw.get("values") or []
+    values = _absent_as(raw.get("values"), [])
     if not isinstance(key, str) or not key:
         raise InvalidObject(f"{path}.key", "must be a non-empty string")
-    if op not in ops:
-        raise InvalidObject(f"{path}.operator", f"unsupported operator {op!r}")
+    # a string first: `in` on a frozenset hashes its operand (a list would be a TypeError)
+    if not isinstance(op, str) or op not in ops:
+        raise InvalidObject(f"{path}.operator", f"unsupported operator {_short(op)}")
     if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
         raise InvalidObject(f"{path}.values", "must be a list of strings")
     if op in (IN, NOT_IN) and not values:
@@ -215,14 +229,14 @@ def parse_label_selector(raw: Any, path: str) -> LabelSelector:
     if not isinstance(raw, dict):
         raise InvalidObject(path, "must be an object")
     reqs: list[Requirement] = []
-    match_labels = raw.get("matchLabels") or {}
+    match_labels = _absent_as(raw.get("matchLabels"), {})
     if not isinstance(match_labels, dict):
         raise InvalidObject(f"{path}.matchLabels", "must be a map of strings")
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in match_labels.items()):
+        raise InvalidObject(f"{path}.matchLabels", "must be a map of strings")
     for k, v in sorted(match_labels.items()):
-        if not isinstance(k, str) or not isinstance(v, str):
-            raise InvalidObject(f"{path}.matchLabels", "must be a map of strings")
         reqs.append(Requirement(k, IN, frozenset((v,))))
-    exprs = raw.get("matchExpressions") or []
+    exprs = _absent_as(raw.get("matchExpressions"), [])
     if not isinstance(exprs, list):
         raise InvalidObject(f"{path}.matchExpressions", "must be a list")
     for i, e in enumerate(exprs):
@@ -421,8 +435,8 @@ def parse_node_selector_term(
     first one raises InvalidObject naming its JSON field instead."""
     if not isinstance(raw, dict):
         raise InvalidObject(path, "must be an object")
-    exprs = raw.get("matchExpressions") or []
-    fields = raw.get("matchFields") or []
+    exprs = _absent_as(raw.get("matchExpressions"), [])
+    fields = _absent_as(raw.get("matchFields"), [])
     if not isinstance(exprs, list):
         raise InvalidObject(f"{path}.matchExpressions", "must be a list")
     if not isinstance(fields, list):
@@ -453,7 +467,7 @@ def parse_node_selector(raw: Any, path: str, *, strict: bool = True) -> NodeSele
     NodeAffinity's PreFilter reads them (an empty term pins no node names)."""
     if not isinstance(raw, dict):
         raise InvalidObject(path, "must be an object")
-    terms = raw.get("nodeSelectorTerms") or []
+    terms = _absent_as(raw.get("nodeSelectorTerms"), [])
     if not isinstance(terms, list):
         raise InvalidObject(f"{path}.nodeSelectorTerms", "must be a list")
     return NodeSelector(

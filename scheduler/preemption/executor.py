@@ -50,7 +50,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from scheduler.client.errors import ApiError, Conflict, NotFound
+from scheduler.client.errors import ApiError, Conflict, LeaseNotHeld, NotFound
 from scheduler.client.events import NORMAL, ObjectRef, pod_ref
 from scheduler.clock import SYSTEM_CLOCK, Clock
 from scheduler.metrics import SchedulerMetrics
@@ -78,6 +78,8 @@ RESULT_ERROR = "error"
 OPERATION = "preemption"
 PLUGIN = "DefaultPreemption"
 REJECTED_AT_PERMIT = "preempted"
+FENCED_PATCH = "patch pods/status"
+FENCED_DELETE = "delete pods"
 
 
 class PodWriter(Protocol):
@@ -177,8 +179,13 @@ class PreemptionExecutor:
         settings: ExecutorSettings | None = None,
         clock: Clock = SYSTEM_CLOCK,
         wall: Callable[[], dt.datetime] = _utcnow,
+        fence: Callable[[str], bool] | None = None,
     ) -> None:
         self._writer = writer
+        # leader-election fence (leader.LeaseFence.open): checked right before each
+        # status patch and victim DELETE; closed, the call is not made (LeaseNotHeld,
+        # handled as that call's failure: the task fails, the preemptor is requeued)
+        self._fence = fence or (lambda operation: True)
         self._events = events
         self._activate = activate
         self._reject_waiting = reject_waiting
@@ -454,6 +461,7 @@ class PreemptionExecutor:
         cleared: list[PodInfo] = []
         for pod in d.lower_priority_nominated:
             try:
+                self._check_fence(FENCED_PATCH)
                 await self._writer.patch_pod_status(
                     pod.namespace, pod.name, {"status": {"nominatedNodeName": None}}
                 )
@@ -473,6 +481,7 @@ class PreemptionExecutor:
 
         # 2. the preemptor's status, with its nomination
         try:
+            self._check_fence(FENCED_PATCH)
             await self._writer.patch_pod_status(
                 preemptor.namespace, preemptor.name, self._preemptor_patch(p)
             )
@@ -582,6 +591,7 @@ class PreemptionExecutor:
                 "lastTransitionTime": _rfc3339(self._wall()),
             }
             try:
+                self._check_fence(FENCED_PATCH)
                 await self._writer.patch_pod_status(
                     victim.namespace, victim.name, {"status": {"conditions": [condition]}}
                 )
@@ -598,6 +608,7 @@ class PreemptionExecutor:
                 )
                 return False
         try:
+            self._check_fence(FENCED_DELETE)
             await self._writer.delete_pod(victim.namespace, victim.name, uid=victim.uid)
         except NotFound:
             log.debug("victim already gone victim=%s", victim.key)
@@ -618,6 +629,10 @@ class PreemptionExecutor:
             return False
         log.info("preempted victim=%s preemptor=%s node=%s", victim.key, d.preemptor.key, d.node)
         return True
+
+    def _check_fence(self, operation: str) -> None:
+        if not self._fence(operation):
+            raise LeaseNotHeld(operation)
 
     def _preempted_event(self, d: Decision, victim: PodInfo) -> None:
         pre = d.preemptor

@@ -200,6 +200,30 @@ def test_node_affinity_and_pvcs_and_conditions() -> None:
             lambda r: r["spec"].update(tolerations=[{"operator": "Maybe"}]),
             "spec.tolerations[0].operator",
         ),
+        # once TypeError at selectors.py:154 (an operator that is a list)
+        (
+            lambda r: r["spec"].update(
+                topologySpreadConstraints=[
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": "z",
+                        "labelSelector": {
+                            "matchExpressions": [{"key": "a", "operator": ["In"], "values": ["x"]}]
+                        },
+                    }
+                ]
+            ),
+            "spec.topologySpreadConstraints[0].labelSelector.matchExpressions[0].operator",
+        ),
+        # once TypeError at pod.py:412 (a matchLabelKeys entry that is a list)
+        (
+            lambda r: r["spec"].update(
+                topologySpreadConstraints=[
+                    {"maxSkew": 1, "topologyKey": "z", "matchLabelKeys": [["app"]]}
+                ]
+            ),
+            "spec.topologySpreadConstraints[0].matchLabelKeys",
+        ),
         (
             lambda r: r["metadata"].update(creationTimestamp="yesterday"),
             "metadata.creationTimestamp",

@@ -75,3 +75,35 @@ def test_format_resource() -> None:
     assert format_resource("cpu", 1500) == "1500m"
     assert format_resource("memory", 2 * 2**30) == "2Gi"
     assert format_resource("memory", 1000) == "1000"
+
+
+# parse_fuzz once hung here: "1e999999999" (12 bytes) made parse_quantity expand
+# 10**999999999 (minutes, gigabytes). Out-of-range amounts are refused from their scale.
+@pytest.mark.parametrize(
+    "text",
+    ["1e999999999", "1E308", "1e31", "9" * 400, "12345678901234567890Ei", "1e" + "9" * 2000],
+)
+def test_amounts_beyond_any_count_are_refused_without_expanding_them(text: str) -> None:
+    with pytest.raises(InvalidQuantity, match="out of range"):
+        parse_quantity(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "milli", "units"),
+    [
+        ("1e-999999", 1, 1),
+        ("-1e-999999", 0, 0),
+        ("0e99999999999", 0, 0),
+        ("9e30", 9 * 10**33, 9 * 10**30),
+    ],
+)
+def test_amounts_at_the_edges_of_the_range_keep_their_rounding(
+    text: str, milli: int, units: int
+) -> None:
+    assert parse_milli(text) == milli
+    assert parse_int(text) == units
+
+
+def test_a_mantissa_with_too_many_digits_is_refused() -> None:
+    with pytest.raises(InvalidQuantity, match="too many digits"):
+        parse_quantity("1" * 2000)

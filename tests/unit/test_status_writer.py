@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.client.errors import Forbidden, NotFound
+from scheduler.client.errors import Forbidden, LeaseNotHeld, NotFound
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model.pod import PodCondition, PodInfo
 from scheduler.status_writer import StatusWriter, WantedStatus, needs_update
@@ -181,7 +181,11 @@ async def test_forget_drops_what_waits_for_a_pod_someone_else_writes() -> None:
 
 @pytest.mark.parametrize(
     ("error", "result"),
-    [(NotFound(404, "NotFound"), "gone"), (Forbidden(403, "Forbidden"), "failed")],
+    [
+        (NotFound(404, "NotFound"), "gone"),
+        (Forbidden(403, "Forbidden"), "failed"),
+        (LeaseNotHeld("patch pods/status"), "fenced"),  # not sent: not the leader
+    ],
 )
 async def test_failures_are_counted_not_raised(error: Exception, result: str) -> None:
     patch = GatedPatch()
