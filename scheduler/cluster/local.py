@@ -37,7 +37,7 @@ from typing import Any
 
 import yaml
 
-from scheduler.cluster import process
+from scheduler.cluster import process, realnode
 from scheduler.cluster.api import AdminClient
 from scheduler.cluster.binaries import Binaries, find_binaries
 from scheduler.cluster.errors import ClusterError
@@ -153,6 +153,7 @@ class LocalCluster:
         apiserver_port: int | None = None,
         progress: Progress = _quiet,
         extra_apiserver_args: Iterable[str] = (),
+        real_nodes: int = 0,
     ) -> None:
         self._check_directory()
         bins = find_binaries(self._bin_dir)
@@ -176,6 +177,14 @@ class LocalCluster:
             binaries={n: str(bins.path(n)) for n in COMPONENTS},
         )
         self._extra_apiserver_args = list(extra_apiserver_args)
+        if real_nodes:
+            # scheduler/cluster/realnode.py: ServiceAccount admission on, kubelets by name
+            p = self._pki()
+            self._extra_apiserver_args += [
+                *realnode.APISERVER_ARGS,
+                f"--kubelet-client-certificate={p.admin_cert}",
+                f"--kubelet-client-key={p.admin_key}",
+            ]
         self._fixed_apiserver_port = apiserver_port is not None
         self._save_state()
         try:
@@ -183,6 +192,8 @@ class LocalCluster:
                 progress(f"starting {name}")
                 self.start_component(name, bins)
                 self._save_state()
+            if real_nodes:
+                realnode.start(self, real_nodes, progress)
             groups = default_mix(nodes) if isinstance(nodes, int) else list(nodes)
             manifests = node_manifests(groups) if (not isinstance(nodes, int) or nodes) else []
             if manifests:
@@ -223,6 +234,7 @@ class LocalCluster:
             (self.dir / name).unlink(missing_ok=True)
         for sub in ("pki", "etcd", "logs"):
             shutil.rmtree(self.dir / sub, ignore_errors=True)
+        realnode.remove_files(self.dir)
 
     # ----- components --------------------------------------------------------------
     def _argv(self, name: str, bins: Binaries) -> list[str]:
@@ -500,6 +512,9 @@ class LocalCluster:
         if self.state is None:
             return []
         stopped = []
+        # real nodes first: their kubelets, pods and runtimes, and what they changed
+        for problem in realnode.teardown(self):
+            log.warning("real node teardown: %s", problem)
         for name in reversed(COMPONENTS):
             pid = self.state.pids.get(name)
             if pid and process.is_running(pid, self.state.binaries.get(name)):
