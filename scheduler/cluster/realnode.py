@@ -546,6 +546,7 @@ def teardown(cluster: LocalCluster) -> list[str]:
         _kill_shims(node.socket)
         stop(node.containerd_name)
     stop("kube-scheduler")
+    stop("prometheus")
     left = host_footprint.unmount_under(cluster.dir / NODES_DIR)
     if left:
         problems.append(f"still mounted: {', '.join(left[:5])}")
