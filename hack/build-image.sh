@@ -16,8 +16,9 @@
 #   machine's pip configuration (and its index-url, if one is set) is bind-mounted for the
 #   RUN steps only, with a pip.conf pointing at it; mounts are never committed, and the
 #   script checks that neither file is in the final image.
-# The base and the image are cached: the base by suite and package list, the image is
-# rebuilt every time (a minute or two; the base takes 2-4 minutes once per machine).
+# Both are cached: the base by suite and package list (2-4 minutes once per machine), the
+# image archive by the content of everything the build reads (Dockerfile, pyproject,
+# the package source) and the base, so an unchanged tree is not rebuilt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,7 +46,8 @@ T0=$SECONDS
 
 # ---- the base ------------------------------------------------------------------------
 base_key=$(printf '%s %s' "$SUITE" "$BASE_PACKAGES" | sha256sum | cut -c1-12)
-BASE="kas.local/debian-python:${SUITE}-${base_key}"
+BASE_RECIPE=3   # bump when the image made from the root filesystem changes
+BASE="kas.local/debian-python:${SUITE}-${base_key}-r${BASE_RECIPE}"
 base_tar="$IMAGES/debian-$SUITE-$base_key.rootfs.tar"
 if ! "${BUILDAH[@]}" inspect --type image "$BASE" >/dev/null 2>&1; then
   if [ ! -f "$base_tar" ]; then
@@ -65,12 +67,36 @@ if ! "${BUILDAH[@]}" inspect --type image "$BASE" >/dev/null 2>&1; then
   s=$SECONDS
   ctr=$("${BUILDAH[@]}" from scratch)
   "${BUILDAH[@]}" add "$ctr" "$base_tar" / >/dev/null
+  # an empty /etc/pip.conf and an empty /run/kas-build: the build mounts its pip
+  # configuration and CA bundle over them (below). A bind mount on a path the image
+  # lacks leaves an empty file or folder behind in the layer; on one the base already
+  # has it leaves nothing, so the final image differs from the base only by what the
+  # Dockerfile does.
+  "${BUILDAH[@]}" run --isolation chroot "$ctr" -- sh -c ': > /etc/pip.conf && mkdir -p /run/kas-build'
   "${BUILDAH[@]}" config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --env LANG=C.UTF-8 --cmd python3 "$ctr"
   "${BUILDAH[@]}" commit --quiet --rm "$ctr" "$BASE" >/dev/null
   log "  base image $BASE committed in $((SECONDS - s))s"
 else
   log "base image $BASE: cached"
+fi
+
+# ---- the image archive, keyed by what the build reads ---------------------------------
+src_key=$( { echo "$BASE"; find Dockerfile .dockerignore pyproject.toml README* scheduler -type f \
+  ! -path '*/__pycache__/*' ! -name '*.py[cod]' -print0 | sort -z | xargs -0 sha256sum; } \
+  | sha256sum | cut -c1-12)
+archive="$IMAGES/kube-async-scheduler-$VERSION-$src_key.docker.tar"
+import_archive() {
+  if [ -n "$import_dir" ]; then
+    PY="${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}"
+    PYTHONPATH="$PWD" "$PY" -m scheduler.cluster.realnode import-image --dir "$import_dir" "$archive" >&2
+  fi
+  echo "$archive"
+}
+if [ -f "$archive" ]; then
+  log "image $IMAGE: cached ($archive)"
+  import_archive
+  exit 0
 fi
 
 # ---- pip's trust, for the RUN steps only -----------------------------------------------
@@ -83,9 +109,10 @@ mounts=()
 {
   echo "[global]"
   if [ -n "$cert" ] && [ -f "$cert" ]; then
-    cp "$cert" "$build_etc/ca.crt"
-    echo "cert = /run/kas-build-ca.crt"
-    mounts+=(-v "$build_etc/ca.crt:/run/kas-build-ca.crt:ro")
+    mkdir -p "$build_etc/run"
+    cp "$cert" "$build_etc/run/ca.crt"
+    echo "cert = /run/kas-build/ca.crt"
+    mounts+=(-v "$build_etc/run:/run/kas-build:ro")
   fi
   [ -n "$index" ] && echo "index-url = $index"
 } > "$build_etc/pip.conf"
@@ -100,22 +127,19 @@ log "buildah bud $IMAGE (Dockerfile unchanged, PYTHON_IMAGE=$BASE)"
   || { tail -30 "$IMAGES/build.log" >&2; exit 1; }
 log "  built in $((SECONDS - s))s"
 
-# the trust given to the build must not be in the image
+# the trust given to the build must not be in the image: /etc/pip.conf and /run/kas-build
+# are the base's empty file and folder
 check=$("${BUILDAH[@]}" from --pull-never "$IMAGE")
 mnt=$("${BUILDAH[@]}" mount "$check")
 leaked=""
-for f in /etc/pip.conf /run/kas-build-ca.crt; do [ -s "$mnt$f" ] && leaked="$leaked $f"; done
+[ -s "$mnt/etc/pip.conf" ] && leaked="$leaked /etc/pip.conf"
+[ -z "$(ls -A "$mnt/run/kas-build")" ] || leaked="$leaked /run/kas-build/*"
 [ -x "$mnt/opt/venv/bin/kube-async-scheduler" ] || leaked="$leaked (no /opt/venv/bin/kube-async-scheduler!)"
 "${BUILDAH[@]}" umount "$check" >/dev/null; "${BUILDAH[@]}" rm "$check" >/dev/null
 [ -z "$leaked" ] || { log "the final image is wrong:$leaked"; exit 1; }
 
-archive="$IMAGES/kube-async-scheduler-$VERSION.docker.tar"
-rm -f "$archive"
-"${BUILDAH[@]}" push --quiet "$IMAGE" "docker-archive:$archive:docker.io/library/$IMAGE" >/dev/null
+rm -f "$IMAGES"/kube-async-scheduler-*.docker.tar   # one archive kept: the current one
+"${BUILDAH[@]}" push --quiet "$IMAGE" "docker-archive:$archive.tmp:docker.io/library/$IMAGE" >/dev/null
+mv "$archive.tmp" "$archive"
 log "image $IMAGE: $archive ($(du -h "$archive" | cut -f1)), $((SECONDS - T0))s in all"
-
-if [ -n "$import_dir" ]; then
-  PY="${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}"
-  PYTHONPATH="$PWD" "$PY" -m scheduler.cluster.realnode import-image --dir "$import_dir" "$archive" >&2
-fi
-echo "$archive"
+import_archive

@@ -159,3 +159,42 @@ def panels_without_data(url: str, dashboard: dict[str, Any], job: str) -> dict[s
         for title, expr in dashboard_queries(dashboard, job).items()
         if not query(url, expr)
     }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m scheduler.cluster.prometheus start|query ...` for hack/kind-local.sh."""
+    import argparse
+    import sys
+
+    from scheduler.cluster.local import LocalCluster
+
+    ap = argparse.ArgumentParser(prog="python -m scheduler.cluster.prometheus")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    st = sub.add_parser("start", help="start Prometheus scraping as a ServiceMonitor says")
+    st.add_argument("--dir", default=".cluster", help="the cluster directory")
+    st.add_argument("--service-monitor", type=Path, required=True, help="rendered YAML")
+    st.add_argument("--service", required=True, help="the Service it selects (the job)")
+    st.add_argument("--target", action="append", required=True, help="host:port to scrape")
+    q = sub.add_parser("query", help="an instant query, printed as JSON")
+    q.add_argument("--dir", default=".cluster")
+    q.add_argument("promql")
+    args = ap.parse_args(argv)
+    cluster = LocalCluster(args.dir)
+    try:
+        if args.cmd == "start":
+            sm = yaml.safe_load(args.service_monitor.read_text())
+            url = start(cluster, scrape_config(sm, args.service, args.target))
+            print(url)
+        else:
+            if cluster.state is None or NAME not in cluster.state.ports:
+                raise ClusterError(f"no Prometheus in {args.dir}")
+            url = f"http://{LOOPBACK}:{cluster.state.ports[NAME]}"
+            print(json.dumps(query(url, args.promql), indent=1))
+    except (ClusterError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
