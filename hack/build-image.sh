@@ -138,7 +138,13 @@ leaked=""
 "${BUILDAH[@]}" umount "$check" >/dev/null; "${BUILDAH[@]}" rm "$check" >/dev/null
 [ -z "$leaked" ] || { log "the final image is wrong:$leaked"; exit 1; }
 
-rm -f "$IMAGES"/kube-async-scheduler-*.docker.tar   # one archive kept: the current one
+# keep one of each: the current archive, the current base, no dangling layers (vfs
+# stores every layer as a full copy, so old ones add up fast)
+rm -f "$IMAGES"/kube-async-scheduler-*.docker.tar
+for old in $("${BUILDAH[@]}" images --format '{{.Name}}:{{.Tag}}' | grep '^kas.local/debian-python:' | grep -vx "$BASE"); do
+  "${BUILDAH[@]}" rmi "$old" >/dev/null 2>&1 || true
+done
+"${BUILDAH[@]}" rmi --prune >/dev/null 2>&1 || true
 "${BUILDAH[@]}" push --quiet "$IMAGE" "docker-archive:$archive.tmp:docker.io/library/$IMAGE" >/dev/null
 mv "$archive.tmp" "$archive"
 log "image $IMAGE: $archive ($(du -h "$archive" | cut -f1)), $((SECONDS - T0))s in all"

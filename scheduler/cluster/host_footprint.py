@@ -207,6 +207,12 @@ def restore(cluster_dir: Path, own_markers: tuple[str, ...]) -> list[str]:
                 subprocess.run(["umount", str(ns)], capture_output=True)
                 with contextlib.suppress(OSError):
                     ns.unlink()
+    # sockets of shims that were killed (they remove their own only on a clean exit);
+    # only in the folder this cluster created, and only sockets nobody listens on
+    if "/run/containerd/s" in fp.missing_dirs and os.path.isdir("/run/containerd/s"):
+        for sock in Path("/run/containerd/s").iterdir():
+            if sock.is_socket() and not _listening(sock):
+                sock.unlink(missing_ok=True)
     for d in fp.missing_dirs:  # listed children first (/run/containerd/s before /run/containerd)
         # containerd removes the sockets of the shims it has just lost a moment later
         deadline = time.monotonic() + 5.0
@@ -222,3 +228,15 @@ def restore(cluster_dir: Path, own_markers: tuple[str, ...]) -> list[str]:
                     break
                 time.sleep(0.2)
     return problems
+
+
+def _listening(path: Path) -> bool:
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        try:
+            s.connect(str(path))
+        except OSError:
+            return False
+        return True

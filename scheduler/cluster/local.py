@@ -93,6 +93,7 @@ class LocalCluster:
         self._fixed_apiserver_port = False
         self.state: ClusterState | None = None
         self._load_state()
+        self._real_node_mode = realnode.is_real_node_cluster(self.dir)
 
     # ----- paths -----------------------------------------------------------------
     @property
@@ -177,6 +178,7 @@ class LocalCluster:
             binaries={n: str(bins.path(n)) for n in COMPONENTS},
         )
         self._extra_apiserver_args = list(extra_apiserver_args)
+        self._real_node_mode = real_nodes > 0
         if real_nodes:
             # scheduler/cluster/realnode.py: ServiceAccount admission on, kubelets by name
             p = self._pki()
@@ -274,7 +276,12 @@ class LocalCluster:
                 f"--service-account-key-file={p.sa_pub}",
                 f"--service-account-signing-key-file={p.sa_key}",
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
-                "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+                "--disable-admission-plugins="
+                + (
+                    realnode.DISABLED_ADMISSION
+                    if self._real_node_mode
+                    else "ServiceAccount,TaintNodesByCondition"
+                ),
                 "--allow-privileged=true",
                 "--profiling=false",
                 # the default reconciler refuses a loopback advertise address

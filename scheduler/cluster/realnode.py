@@ -61,14 +61,12 @@ CNI_BIN_DIRS = ("/usr/lib/cni", "/opt/cni/bin")
 KUBELET_TOOLS = ("mount", "umount", "losetup", "nsenter", "du", "find", "nice", "ionice")
 # unix socket paths are limited to 108 bytes
 MAX_SOCKET_PATH = 100
-# API server flags of a real-node cluster. ServiceAccount admission on: a pod's token
-# is then projected into it, as on any real cluster. The apiserver reaches kubelets by
-# their Hostname address only (it resolves to loopback; InternalIP is the machine's
-# other address, which nothing may use).
-APISERVER_ARGS = (
-    "--disable-admission-plugins=TaintNodesByCondition",
-    "--kubelet-preferred-address-types=Hostname",
-)
+# API server flags of a real-node cluster. ServiceAccount admission on (only the
+# node-taint one stays off): a pod's token is then projected into it, as on any real
+# cluster. The apiserver reaches kubelets by their Hostname address only (it resolves to
+# loopback; InternalIP is the machine's other address, which nothing may use).
+DISABLED_ADMISSION = "TaintNodesByCondition"
+APISERVER_ARGS = ("--kubelet-preferred-address-types=Hostname",)
 
 
 @dataclass
@@ -309,6 +307,10 @@ def _save(cluster_dir: Path, nodes: list[RealNode]) -> None:
 
 def nodes_of(cluster_dir: Path) -> list[RealNode]:
     return _load(cluster_dir)
+
+
+def is_real_node_cluster(cluster_dir: Path) -> bool:
+    return (cluster_dir / STATE_FILE).is_file()
 
 
 def _track(cluster: LocalCluster, name: str, pid: int, binary: str) -> None:
