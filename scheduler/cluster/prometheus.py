@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterable
@@ -116,8 +116,11 @@ def stop(cluster: LocalCluster) -> None:
 def query(url: str, promql: str) -> list[dict[str, Any]]:
     """An instant query; the result vector (or matrix/scalar as a list)."""
     q = urllib.parse.urlencode({"query": promql})
-    with urllib.request.urlopen(f"{url}/api/v1/query?{q}", timeout=10) as r:
-        body = json.loads(r.read())
+    try:
+        with urllib.request.urlopen(f"{url}/api/v1/query?{q}", timeout=10) as r:
+            body = json.loads(r.read())
+    except urllib.error.HTTPError as exc:  # a bad query answers 400 with the reason
+        body = json.loads(exc.read() or b"{}")
     if body.get("status") != "success":
         raise ClusterError(f"query {promql!r} failed: {body.get('error')}")
     result = body["data"]["result"]
@@ -131,7 +134,8 @@ def targets(url: str) -> list[dict[str, Any]]:
 
 def dashboard_queries(dashboard: dict[str, Any], job: str) -> dict[str, str]:
     """Every panel target's PromQL, with the dashboard's variables filled in as Grafana
-    would for this job: $job and $profile match all, $__rate_interval is one minute."""
+    would for this job: $job is the job (a regex match of a plain name: Grafana puts the
+    value in as is), $profile matches all, $__rate_interval is one minute."""
     out: dict[str, str] = {}
 
     def walk(panels: list[dict[str, Any]]) -> None:
@@ -143,7 +147,7 @@ def dashboard_queries(dashboard: dict[str, Any], job: str) -> dict[str, str]:
                     continue
                 filled = (
                     expr.replace("$__rate_interval", "1m")
-                    .replace("$job", re.escape(job))
+                    .replace("$job", job)
                     .replace("$profile", ".*")
                 )
                 out[f"{p.get('title', '?')} [{t.get('refId', '?')}]"] = filled
