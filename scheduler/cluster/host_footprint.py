@@ -207,26 +207,32 @@ def restore(cluster_dir: Path, own_markers: tuple[str, ...]) -> list[str]:
                 subprocess.run(["umount", str(ns)], capture_output=True)
                 with contextlib.suppress(OSError):
                     ns.unlink()
-    # sockets of shims that were killed (they remove their own only on a clean exit);
-    # only in the folder this cluster created, and only sockets nobody listens on
-    if "/run/containerd/s" in fp.missing_dirs and os.path.isdir("/run/containerd/s"):
-        for sock in Path("/run/containerd/s").iterdir():
-            if sock.is_socket() and not _listening(sock):
-                sock.unlink(missing_ok=True)
-    for d in fp.missing_dirs:  # listed children first (/run/containerd/s before /run/containerd)
-        # containerd removes the sockets of the shims it has just lost a moment later
-        deadline = time.monotonic() + 5.0
-        while True:
+    # sockets of shims that were killed (they remove their own only on a clean exit, and
+    # containerd 1.6 leaks some even then); only in the folder this cluster created, and
+    # only sockets nobody listens on. A shim may still be exiting: retry for a while.
+    ours = [d for d in OUTSIDE_DIRS if d in fp.missing_dirs]
+    deadline = time.monotonic() + 10.0
+    while True:
+        if "/run/containerd/s" in ours and os.path.isdir("/run/containerd/s"):
+            for sock in Path("/run/containerd/s").iterdir():
+                if sock.is_socket() and not _listening(sock):
+                    sock.unlink(missing_ok=True)
+        left = []
+        for d in ours:  # children first (/run/containerd/s before /run/containerd)
             try:
                 os.rmdir(d)
-                break
             except FileNotFoundError:
-                break
+                pass
             except OSError:
-                if time.monotonic() > deadline:
-                    problems.append(f"{d} was made by this cluster but is not empty; left in place")
-                    break
-                time.sleep(0.2)
+                left.append(d)
+        if not left:
+            break
+        if time.monotonic() > deadline:
+            problems += [
+                f"{d} was made by this cluster but is not empty; left in place" for d in left
+            ]
+            break
+        time.sleep(0.2)
     return problems
 
 

@@ -547,6 +547,8 @@ def teardown(cluster: LocalCluster) -> list[str]:
         host_footprint.kill_cgroup_processes(node.cgroup_root)
         _kill_shims(node.socket)
         stop(node.containerd_name)
+        # containerd may have started a shim for cleanup while it was stopping
+        _kill_shims(node.socket)
     stop("kube-scheduler")
     stop("prometheus")
     left = host_footprint.unmount_under(cluster.dir / NODES_DIR)
