@@ -62,14 +62,14 @@ spec:
 YAML
 kubectl -n demo wait --for=condition=PodScheduled pod/hello --timeout=120s
 kubectl -n demo get events --field-selector involvedObject.name=hello,reason=Scheduled \
-  -o custom-columns=REASON:.reason,FROM:.reportingController,MESSAGE:.message
+  -o custom-columns=REASON:.reason,FROM:.reportingComponent,MESSAGE:.message
 echo "--- the scheduler's log, from its Pod:"
 kubectl -n "$NS" logs deployment/"$RELEASE" --tail=5
 
 step "Prometheus scraping the scheduler as the chart's ServiceMonitor says"
 SM=$(mktemp)
 helm template "$RELEASE" charts/kube-async-scheduler -n "$NS" "${VALUES[@]}" \
-  --set serviceMonitor.enabled=true --set serviceMonitor.interval=5s \
+  --set serviceMonitor.enabled=true --set serviceMonitor.interval=5s --set serviceMonitor.scrapeTimeout=5s \
   --show-only templates/servicemonitor.yaml > "$SM"
 PYTHONPATH=$PWD "$PY" -m scheduler.cluster.prometheus start --dir "$DIR" \
   --service-monitor "$SM" --service "$RELEASE-metrics" --target "127.0.0.1:$PORT"

@@ -96,7 +96,9 @@ def start(cluster: LocalCluster, scrape_configs: list[dict[str, Any]]) -> str:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if not process.is_running(pid, str(binary)):
-            raise ClusterError(f"prometheus exited during start (log: {cluster.log_dir})")
+            raise ClusterError(
+                f"prometheus exited during start: {process.last_log_line(cluster.log_dir, NAME)}"
+            )
         try:
             with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as r:
                 if r.status == 200:

@@ -587,6 +587,8 @@ def remove_files(cluster_dir: Path) -> None:
     if host_footprint.mounts_under(cluster_dir / NODES_DIR):
         raise ClusterError(f"cannot remove {cluster_dir / NODES_DIR}: something is still mounted")
     shutil.rmtree(cluster_dir / NODES_DIR, ignore_errors=True)
+    # Prometheus' configuration and data (scheduler/cluster/prometheus.py)
+    shutil.rmtree(cluster_dir / "prometheus", ignore_errors=True)
     for f in (STATE_FILE, host_footprint.FOOTPRINT_FILE):
         (cluster_dir / f).unlink(missing_ok=True)
 
