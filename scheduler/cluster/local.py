@@ -558,7 +558,8 @@ class LocalCluster:
                     "running": run.get(n, False),
                     "port": self.state.ports.get(n),
                 }
-                for n in COMPONENTS
+                # the control plane, then what a real-node cluster adds (realnode.py)
+                for n in [*COMPONENTS, *(n for n in self.state.pids if n not in COMPONENTS)]
             },
         }
         if run.get("kube-apiserver"):

@@ -474,41 +474,47 @@ def _start_kubelet(cluster: LocalCluster, node: RealNode, kubelet: Path) -> None
     kubeconfig = kd / "kubeconfig"
     kubeconfig.write_text(_kubeconfig(cluster.api_url, cluster.ca_file, cert, key))
     kubeconfig.chmod(0o600)
-    cfg = kd / "config.yaml"
-    cfg.write_text(yaml.safe_dump(kubelet_config(node, cluster.ca_file)))
     host_footprint.create_cgroup_root(node.cgroup_root)
-    argv = [
-        str(kubelet),
-        f"--config={cfg}",
-        f"--kubeconfig={kubeconfig}",
-        f"--root-dir={kd / 'root'}",
-        f"--cert-dir={kd / 'pki'}",
-        f"--hostname-override={node.name}",
-        f"--node-labels={REAL_NODE_LABEL}=true",
-        "-v=1",
-    ]
-    pid = process.start(node.kubelet_name, argv, cluster.log_dir, env={"PATH": _tool_path(d)})
-    _track(cluster, node.kubelet_name, pid, str(kubelet))
-
-    def healthy() -> bool:
-        import urllib.request
-
+    log = cluster.log_dir / f"{node.kubelet_name}.log"
+    for attempt in range(3):
+        cfg = kd / "config.yaml"
+        cfg.write_text(yaml.safe_dump(kubelet_config(node, cluster.ca_file)))
+        argv = [
+            str(kubelet),
+            f"--config={cfg}",
+            f"--kubeconfig={kubeconfig}",
+            f"--root-dir={kd / 'root'}",
+            f"--cert-dir={kd / 'pki'}",
+            f"--hostname-override={node.name}",
+            f"--node-labels={REAL_NODE_LABEL}=true",
+            "-v=1",
+        ]
+        pid = process.start(node.kubelet_name, argv, cluster.log_dir, env={"PATH": _tool_path(d)})
+        _track(cluster, node.kubelet_name, pid, str(kubelet))
         try:
-            with urllib.request.urlopen(
-                f"http://{LOOPBACK}:{node.healthz_port}/healthz", timeout=2
-            ) as r:
-                return bool(r.status == 200)
-        except OSError:
-            return False
+            _wait(node.kubelet_name, lambda: _healthy(node), pid, str(kubelet), log, 120.0)
+            return
+        except ClusterError as exc:
+            # free_port() releases the port before the kubelet binds it: another cluster
+            # starting at the same moment may take it. New ports, another try.
+            if "exited during start" not in str(exc) or attempt == 2:
+                raise ClusterError(
+                    f"{exc}: {process.last_log_line(cluster.log_dir, node.kubelet_name)}"
+                ) from exc
+            node.kubelet_port, node.healthz_port = free_port(), free_port()
+            _save(cluster.dir, [node if n.name == node.name else n for n in _load(cluster.dir)])
 
-    _wait(
-        node.kubelet_name,
-        healthy,
-        pid,
-        str(kubelet),
-        cluster.log_dir / f"{node.kubelet_name}.log",
-        120.0,
-    )
+
+def _healthy(node: RealNode) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(
+            f"http://{LOOPBACK}:{node.healthz_port}/healthz", timeout=2
+        ) as r:
+            return bool(r.status == 200)
+    except OSError:
+        return False
 
 
 # ----- images --------------------------------------------------------------------------
