@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.cluster import prometheus, realnode
+from scheduler.cluster import prometheus, realnode, realnode_config
 from scheduler.cluster.errors import ClusterError
 from scheduler.cluster.pause_image import PAUSE_IMAGE, oci_archive
 
 ROOT = Path(__file__).resolve().parents[2]
-NODE = realnode.RealNode(
+NODE = realnode_config.RealNode(
     name="vm",
     dir="/c/nodes/vm",
     socket="/c/nodes/vm/containerd.sock",
@@ -28,7 +28,7 @@ NODE = realnode.RealNode(
 
 
 def test_containerd_config_is_private_and_loopback_only() -> None:
-    cfg = realnode.containerd_config(NODE, "/usr/lib/cni", "/usr/sbin/runc")
+    cfg = realnode_config.containerd_config(NODE, "/usr/lib/cni", "/usr/sbin/runc")
     assert 'root = "/c/nodes/vm/containerd/root"' in cfg
     assert 'state = "/c/nodes/vm/containerd/state"' in cfg
     assert 'address = "/c/nodes/vm/containerd.sock"' in cfg
@@ -37,11 +37,11 @@ def test_containerd_config_is_private_and_loopback_only() -> None:
     assert 'stream_server_address = "127.0.0.1"' in cfg
     assert 'Root = "/c/nodes/vm/runc"' in cfg
     assert "SystemdCgroup = false" in cfg
-    assert [p["type"] for p in realnode.LOOPBACK_CNI["plugins"]] == ["loopback"]
+    assert [p["type"] for p in realnode_config.LOOPBACK_CNI["plugins"]] == ["loopback"]
 
 
 def test_kubelet_config_serves_on_loopback_with_cgroupfs() -> None:
-    cfg = realnode.kubelet_config(NODE, Path("/c/pki/ca.crt"))
+    cfg = realnode_config.kubelet_config(NODE, Path("/c/pki/ca.crt"))
     assert cfg["address"] == cfg["healthzBindAddress"] == "127.0.0.1"
     assert cfg["readOnlyPort"] == 0
     assert cfg["cgroupDriver"] == "cgroupfs" and cfg["cgroupRoot"] == "/kas-1234-vm"
