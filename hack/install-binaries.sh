@@ -6,6 +6,8 @@
 # version, so a second run on the same machine takes seconds.
 #
 #   hack/install-binaries.sh            build what is missing, print the bin directory
+#   hack/install-binaries.sh realnode   also the real-node extras: kubelet, prometheus, promtool
+#                                       (only the end-to-end tests and hack/kind-local.sh need them)
 #   KAS_BIN_CACHE=/some/dir hack/...    use another cache root
 #
 # Why a wrapper module for Kubernetes: k8s.io/kubernetes replaces its ~30 staging modules
@@ -19,6 +21,8 @@ KUBE_VERSION="${KUBE_VERSION:-v1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 HELM_VERSION="${HELM_VERSION:-v4.3.2}"
+# Prometheus publishes its Go module as v0.3MM.P for release 3.MM.P
+PROMETHEUS_VERSION="${PROMETHEUS_VERSION:-v0.316.0}"
 
 CACHE_ROOT="${KAS_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-async-scheduler}"
 BIN_DIR="$CACHE_ROOT/bin"
@@ -34,7 +38,7 @@ have() { [ -x "$BIN_DIR/$1-$2" ]; }
 link() { ln -sf "$1-$2" "$BIN_DIR/$1"; }
 
 build_kubernetes() {
-  local names=(kube-apiserver kube-controller-manager kube-scheduler kubectl) missing=()
+  local names=(kube-apiserver kube-controller-manager kube-scheduler kubectl "$@") missing=()
   for n in "${names[@]}"; do have "$n" "$KUBE_VERSION" || missing+=("$n"); done
   if [ ${#missing[@]} -eq 0 ]; then
     log "kubernetes $KUBE_VERSION: cached"; for n in "${names[@]}"; do link "$n" "$KUBE_VERSION"; done; return
@@ -135,15 +139,52 @@ build_helm() {
   log "helm $HELM_VERSION: done in $(elapsed "$t0")"
 }
 
+build_prometheus() {
+  if have prometheus "$PROMETHEUS_VERSION" && have promtool "$PROMETHEUS_VERSION"; then
+    log "prometheus $PROMETHEUS_VERSION: cached"; link prometheus "$PROMETHEUS_VERSION"; link promtool "$PROMETHEUS_VERSION"; return
+  fi
+  local t0; t0=$(date +%s)
+  local work="$CACHE_ROOT/src/prometheus-$PROMETHEUS_VERSION"
+  mkdir -p "$work"
+  log "prometheus $PROMETHEUS_VERSION: building prometheus and promtool"
+  (
+    cd "$work"
+    [ -f go.mod ] || go mod init kas.local/prometheus-build >/dev/null 2>&1
+    # naming the two commands makes go get record the checksums of everything they import
+    go get "github.com/prometheus/prometheus/cmd/prometheus@$PROMETHEUS_VERSION" \
+      "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION"
+    # without the builtinassets tag the web UI is not embedded; the HTTP API (all we use)
+    # is. remove_all_sd leaves out every service-discovery plugin (cloud SDKs, client-go:
+    # most of the compile time); static_configs, all the project scrapes with, stay.
+    local pkg="github.com/prometheus/common/version" ld
+    ld="-s -w -X $pkg.Version=${PROMETHEUS_VERSION#v} -X $pkg.Branch=module -X $pkg.Revision=$PROMETHEUS_VERSION"
+    for n in prometheus promtool; do
+      local s; s=$(date +%s)
+      log "  go build $n"
+      go build -trimpath -tags remove_all_sd -ldflags "$ld" -o "$BIN_DIR/$n-$PROMETHEUS_VERSION.tmp" \
+        "github.com/prometheus/prometheus/cmd/$n"
+      mv "$BIN_DIR/$n-$PROMETHEUS_VERSION.tmp" "$BIN_DIR/$n-$PROMETHEUS_VERSION"
+      log "  $n built in $(elapsed "$s")"
+    done
+  )
+  link prometheus "$PROMETHEUS_VERSION"; link promtool "$PROMETHEUS_VERSION"
+  log "prometheus $PROMETHEUS_VERSION: done in $(elapsed "$t0")"
+}
+
 T0=$(date +%s)
 only="${1:-all}"
 case "$only" in
   all) build_etcd; build_kwok; build_helm; build_kubernetes ;;
+  # the real-node extras: kubelet (same wrapper module, so it reuses the control plane's
+  # compiled packages) and Prometheus with promtool
+  realnode) build_etcd; build_kwok; build_helm; build_kubernetes kubelet; build_prometheus ;;
+  kubelet) build_kubernetes kubelet ;;
+  prometheus) build_prometheus ;;
   kubernetes) build_kubernetes ;;
   etcd) build_etcd ;;
   kwok) build_kwok ;;
   helm) build_helm ;;
-  *) log "unknown component '$only' (all, kubernetes, etcd, kwok, helm)"; exit 2 ;;
+  *) log "unknown component '$only' (all, realnode, kubernetes, kubelet, prometheus, etcd, kwok, helm)"; exit 2 ;;
 esac
 log "binaries ready in $BIN_DIR ($(elapsed "$T0"))"
 echo "$BIN_DIR"

@@ -9,10 +9,15 @@ t() { local s=$SECONDS; "$@"; printf '    (%ds)\n' $((SECONDS - s)); }
 
 step "python environment (.venv, editable install with the dev extra)"
 t bash hack/setup-venv.sh
-step "control-plane binaries (cached by version after the first build)"
+step "Debian packages of the end-to-end tests (containerd, runc, CNI plugins, buildah, debootstrap)"
+# root only (CI is root); without them tests/e2e skip outside CI and fail in it
+if [ "$(id -u)" -eq 0 ]; then t bash hack/install-system-packages.sh; else echo "    (not root: skipped)"; fi
+step "binaries: control plane, plus kubelet, prometheus, promtool (cached by version)"
 s=$SECONDS
-# the script's last stdout line is the bin folder; its progress goes to stderr
-BIN_DIR=$(bash hack/install-binaries.sh | tail -n 1)
+# the script's last stdout line is the bin folder; its progress goes to stderr.
+# `realnode` adds what tests/e2e need; the image they run is built by the tests'
+# fixture (hack/build-image.sh, cached by source content)
+BIN_DIR=$(bash hack/install-binaries.sh realnode | tail -n 1)
 printf '    (%ds)\n' $((SECONDS - s))
 export KAS_BIN_DIR="$BIN_DIR"
 step "ruff"

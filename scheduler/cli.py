@@ -45,6 +45,7 @@ def _cluster_up(args: argparse.Namespace) -> int:
             groups,
             apiserver_port=args.apiserver_port,
             progress=lambda m: print(f"==> {m}", flush=True),
+            real_nodes=args.real_nodes or (1 if args.real_node else 0),
         )
     except ClusterError as exc:
         return _fail(str(exc), EXIT_RUNTIME)
@@ -205,6 +206,15 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--node-mix", help="YAML file describing node groups (overrides --nodes)")
     up.add_argument(
         "--apiserver-port", type=int, help="fixed port for kube-apiserver (default: a free one)"
+    )
+    up.add_argument(
+        "--real-node",
+        action="store_true",
+        help="also start a real node (containerd + kubelet, root only) and upstream "
+        "kube-scheduler as the default scheduler: the local equivalent of kind",
+    )
+    up.add_argument(
+        "--real-nodes", type=int, default=0, help="number of real nodes (implies --real-node)"
     )
     up.set_defaults(func=_cluster_up)
     status = csub.add_parser("status", help="show the cluster's processes")

@@ -14,3 +14,11 @@ def find_helm() -> str | None:
     if candidate.is_file() and os.access(candidate, os.X_OK):
         return str(candidate)
     return shutil.which("helm")
+
+
+def find_tool(name: str) -> str | None:
+    """A binary hack/install-binaries.sh builds (promtool, prometheus, kubelet), else PATH."""
+    candidate = default_bin_dir() / name
+    if candidate.is_file() and os.access(candidate, os.X_OK):
+        return str(candidate)
+    return shutil.which(name)

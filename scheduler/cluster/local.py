@@ -37,7 +37,7 @@ from typing import Any
 
 import yaml
 
-from scheduler.cluster import process
+from scheduler.cluster import process, realnode
 from scheduler.cluster.api import AdminClient
 from scheduler.cluster.binaries import Binaries, find_binaries
 from scheduler.cluster.errors import ClusterError
@@ -93,6 +93,7 @@ class LocalCluster:
         self._fixed_apiserver_port = False
         self.state: ClusterState | None = None
         self._load_state()
+        self._real_node_mode = realnode.is_real_node_cluster(self.dir)
 
     # ----- paths -----------------------------------------------------------------
     @property
@@ -153,6 +154,7 @@ class LocalCluster:
         apiserver_port: int | None = None,
         progress: Progress = _quiet,
         extra_apiserver_args: Iterable[str] = (),
+        real_nodes: int = 0,
     ) -> None:
         self._check_directory()
         bins = find_binaries(self._bin_dir)
@@ -176,6 +178,15 @@ class LocalCluster:
             binaries={n: str(bins.path(n)) for n in COMPONENTS},
         )
         self._extra_apiserver_args = list(extra_apiserver_args)
+        self._real_node_mode = real_nodes > 0
+        if real_nodes:
+            # scheduler/cluster/realnode.py: ServiceAccount admission on, kubelets by name
+            p = self._pki()
+            self._extra_apiserver_args += [
+                *realnode.APISERVER_ARGS,
+                f"--kubelet-client-certificate={p.admin_cert}",
+                f"--kubelet-client-key={p.admin_key}",
+            ]
         self._fixed_apiserver_port = apiserver_port is not None
         self._save_state()
         try:
@@ -183,6 +194,8 @@ class LocalCluster:
                 progress(f"starting {name}")
                 self.start_component(name, bins)
                 self._save_state()
+            if real_nodes:
+                realnode.start(self, real_nodes, progress)
             groups = default_mix(nodes) if isinstance(nodes, int) else list(nodes)
             manifests = node_manifests(groups) if (not isinstance(nodes, int) or nodes) else []
             if manifests:
@@ -223,6 +236,7 @@ class LocalCluster:
             (self.dir / name).unlink(missing_ok=True)
         for sub in ("pki", "etcd", "logs"):
             shutil.rmtree(self.dir / sub, ignore_errors=True)
+        realnode.remove_files(self.dir)
 
     # ----- components --------------------------------------------------------------
     def _argv(self, name: str, bins: Binaries) -> list[str]:
@@ -262,7 +276,12 @@ class LocalCluster:
                 f"--service-account-key-file={p.sa_pub}",
                 f"--service-account-signing-key-file={p.sa_key}",
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
-                "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+                "--disable-admission-plugins="
+                + (
+                    realnode.DISABLED_ADMISSION
+                    if self._real_node_mode
+                    else "ServiceAccount,TaintNodesByCondition"
+                ),
                 "--allow-privileged=true",
                 "--profiling=false",
                 # the default reconciler refuses a loopback advertise address
@@ -500,6 +519,9 @@ class LocalCluster:
         if self.state is None:
             return []
         stopped = []
+        # real nodes first: their kubelets, pods and runtimes, and what they changed
+        for problem in realnode.teardown(self):
+            log.warning("real node teardown: %s", problem)
         for name in reversed(COMPONENTS):
             pid = self.state.pids.get(name)
             if pid and process.is_running(pid, self.state.binaries.get(name)):
@@ -536,7 +558,8 @@ class LocalCluster:
                     "running": run.get(n, False),
                     "port": self.state.ports.get(n),
                 }
-                for n in COMPONENTS
+                # the control plane, then what a real-node cluster adds (realnode.py)
+                for n in [*COMPONENTS, *(n for n in self.state.pids if n not in COMPONENTS)]
             },
         }
         if run.get("kube-apiserver"):

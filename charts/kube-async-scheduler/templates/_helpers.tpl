@@ -169,3 +169,17 @@ pods would stay Pending without a word.
   "profiles" $profiles }}
 {{- toYaml $doc }}
 {{- end }}
+
+{{/*
+A probe with httpGet.host set to the probeHost value, when there is one (clusters
+without a pod network: the kubelet probes a host-network pod on loopback).
+Called with (list probe probeHost); returns YAML.
+*/}}
+{{- define "kas.probe" -}}
+{{- $probe := deepCopy (index . 0) -}}
+{{- $host := index . 1 -}}
+{{- if and $host $probe.httpGet -}}
+{{- $_ := set $probe.httpGet "host" $host -}}
+{{- end -}}
+{{- toYaml $probe -}}
+{{- end -}}

@@ -1,0 +1,81 @@
+"""End-to-end: the chart's own pod on a real node (containerd + kubelet), the image built
+from the Dockerfile, a real Prometheus. Marked `e2e`; they need root, the real-node
+binaries (`hack/install-binaries.sh realnode`) and the Debian packages
+(`hack/install-system-packages.sh`), which hack/test.sh installs. Outside CI a missing
+piece skips them with the reason; in CI (CI=true) it fails them, so they cannot silently
+stop running."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from scheduler.cluster import prometheus, realnode
+from scheduler.cluster.binaries import default_bin_dir
+from scheduler.cluster.local import LocalCluster
+from scheduler.cluster.nodes import NodeGroup
+from tests.kube import ClusterHandle
+
+ROOT = Path(__file__).resolve().parents[2]
+KWOK_LABEL = "kas.local/kwok"
+# two small kwok nodes for the workload (the real node runs only the scheduler's pods)
+KWOK_NODES = [
+    NodeGroup(count=2, name_prefix="kwok", cpu="2", memory="8Gi", labels={KWOK_LABEL: "true"})
+]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "e2e: the chart on a real node (root, containerd, kubelet, image build)"
+    )
+
+
+def _missing() -> str:
+    if os.geteuid() != 0:
+        return "not root"
+    for name in ("kubelet", "prometheus", "promtool", "helm", "kube-scheduler"):
+        if not (default_bin_dir() / name).exists():
+            return f"{name} not built (hack/install-binaries.sh realnode)"
+    for tool in ("containerd", "runc", "buildah", "debootstrap"):
+        if shutil.which(tool) is None and not Path("/usr/sbin", tool).exists():
+            return f"{tool} not installed (hack/install-system-packages.sh)"
+    return ""
+
+
+@dataclass
+class RealCluster:
+    handle: ClusterHandle
+    local: LocalCluster
+    real_node: str
+
+
+@pytest.fixture(scope="session")
+def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
+    why = _missing()
+    if why:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"end-to-end prerequisites missing in CI: {why}")
+        pytest.skip(why)
+    # a short path: containerd's socket lives in it (unix sockets allow 108 bytes)
+    local = LocalCluster(tmp_path_factory.mktemp("e2e") / "c")
+    local.up(KWOK_NODES, real_nodes=1)
+    try:
+        proc = subprocess.run(
+            ["bash", str(ROOT / "hack" / "build-image.sh"), "--import", str(local.dir)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=1500,
+        )
+        assert proc.returncode == 0, f"hack/build-image.sh failed:\n{proc.stderr[-3000:]}"
+        (node,) = realnode.nodes_of(local.dir)
+        yield RealCluster(ClusterHandle(local), local, node.name)
+    finally:
+        prometheus.stop(local)
+        local.down()
