@@ -249,8 +249,11 @@ async def test_writes_overlap_so_a_slow_api_does_not_drop_events_at_the_bind_rat
             SlowSink.peak = max(SlowSink.peak, SlowSink.in_flight)
             await asyncio.sleep(0.01)
             SlowSink.in_flight -= 1
-            return await super().create_event(event)
+            out = await super().create_event(event)
+            written.set()
+            return out
 
+    written = asyncio.Event()
     sink = SlowSink()
     rec, _ = recorder(sink, buffer_size=50)
     rec.start()
@@ -259,8 +262,9 @@ async def test_writes_overlap_so_a_slow_api_does_not_drop_events_at_the_bind_rat
         if i % 40 == 39:
             # the next 40 come once the writer has caught up, however slow the machine:
             # a fixed sleep here made the test fail under CPU load
-            while len(sink.created) < i + 1 - 10:
-                await asyncio.sleep(0.005)
+            while len(sink.created) < i + 1 - 10:  # >= 10 writes pending: more will come
+                written.clear()
+                await written.wait()
     await rec.stop(grace=5.0)
     assert SlowSink.peak > 1
     assert rec.dropped == 0
