@@ -309,7 +309,12 @@ def test_two_pods_share_a_lease_and_hand_over_when_the_leader_pod_goes(
 ) -> None:
     cluster = installed.cluster
     port_b = free_port()
-    values_b = _write(tmp_path / "values-b.yaml", _values(installed.rc, port_b))
+    # the CRD is cluster-scoped and owned by the first release: a second release of the
+    # chart in the same cluster must not install it again (helm refuses to adopt it)
+    values_b = _write(
+        tmp_path / "values-b.yaml",
+        _values(installed.rc, port_b, {"preemptionPolicies": {"installCRD": False}}),
+    )
     helm(cluster, "install", SECOND, str(CHART), "-n", NS, "-f", str(values_b))
     wait_for(
         lambda: _available(cluster, SECOND), timeout=300, interval=1, what="second release Ready"
