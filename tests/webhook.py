@@ -15,6 +15,7 @@ import ssl
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,43 @@ def _serving_cert(pki: Path, out: Path) -> tuple[Path, Path]:
         )
     )
     return cert_path, key_path
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # the API server drops idle webhook connections; a broken TLS stream is not news
+        pass
+
+
+def serve_admission(
+    review: Callable[[dict[str, Any]], dict[str, Any]], pki: Path, cert_dir: Path, name: str
+) -> ThreadingHTTPServer:
+    """An HTTPS admission webhook on 127.0.0.1 (a free port, `server.server_address[1]`),
+    its certificate signed by the cluster CA; `review` maps an AdmissionReview request to
+    the response review. Serves from a daemon thread until `server.shutdown()`."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", "0"))
+            out = json.dumps(review(json.loads(self.rfile.read(length)))).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    cert, key = _serving_cert(pki, cert_dir)
+    server = _QuietServer(("127.0.0.1", 0), Handler)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(str(cert), str(key))
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, name=name, daemon=True).start()
+    return server
 
 
 class DeleteWebhook:
@@ -119,29 +157,10 @@ class DeleteWebhook:
         }
 
     def start(self) -> None:
-        hook = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", "0"))
-                out = json.dumps(hook._review(json.loads(self.rfile.read(length)))).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
         pki = self.cluster.local.pki_dir
-        cert, key = _serving_cert(pki, self.cluster.local.dir / "webhook" / self.namespace)
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(str(cert), str(key))
-        server.socket = ctx.wrap_socket(server.socket, server_side=True)
-        threading.Thread(target=server.serve_forever, name=self.name, daemon=True).start()
+        server = serve_admission(
+            self._review, pki, self.cluster.local.dir / "webhook" / self.namespace, self.name
+        )
         self._server = server
         port = server.server_address[1]
         ca = (pki / "ca.crt").read_bytes()

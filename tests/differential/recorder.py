@@ -13,28 +13,20 @@ sent it. Requests from anyone else (the harness binding existing pods, kwok) pas
 from __future__ import annotations
 
 import base64
-import json
-import ssl
 import threading
 import time
 from collections import defaultdict
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 from tests.kube import ClusterHandle
-from tests.webhook import _serving_cert
+from tests.webhook import serve_admission
 
 WEBHOOK_NAME = "oracle-recorder"
 # A preemption deletes its victims in parallel and gives up on the rest once one DELETE
 # fails (upstream's preemption executor cancels the others): each DELETE is held this
 # long before it is refused, so every victim's DELETE has arrived by then.
 DELETE_HOLD = 2.0
-
-
-class _QuietServer(ThreadingHTTPServer):
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # the API server drops idle webhook connections; a broken TLS stream is not news
-        pass
 
 
 class Recorder:
@@ -114,29 +106,10 @@ class Recorder:
 
     # ---- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
-        hook = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", "0"))
-                out = json.dumps(hook._review(json.loads(self.rfile.read(length)))).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
         local = self.cluster.local
-        cert, key = _serving_cert(local.pki_dir, local.dir / "oracle-webhook")
-        server = _QuietServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(str(cert), str(key))
-        server.socket = ctx.wrap_socket(server.socket, server_side=True)
-        threading.Thread(target=server.serve_forever, name=WEBHOOK_NAME, daemon=True).start()
+        server = serve_admission(
+            self._review, local.pki_dir, local.dir / "oracle-webhook", WEBHOOK_NAME
+        )
         self._server = server
         port = server.server_address[1]
         ca = base64.b64encode((local.pki_dir / "ca.crt").read_bytes()).decode()

@@ -8,16 +8,14 @@ so the webhook going away never blocks the control plane's own Leases."""
 from __future__ import annotations
 
 import base64
-import json
-import ssl
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 from tests.faults.audit import SCHEDULER_GROUP
 from tests.faults.harness import LEASE_NAME, LEASE_NAMESPACE, Bed
-from tests.webhook import _serving_cert
+from tests.webhook import serve_admission
 
 NAME = "fault-suite-lease-delay"
 
@@ -57,30 +55,10 @@ class LeaseDelayWebhook:
             return self.in_flight.get(user, 0) > 0
 
     def start(self) -> LeaseDelayWebhook:
-        hook = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", "0"))
-                out = json.dumps(hook._review(json.loads(self.rfile.read(length)))).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
         local = self.bed.local
-        cert, key = _serving_cert(local.pki_dir, local.dir / "webhook" / "leases")
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(str(cert), str(key))
-        server.socket = ctx.wrap_socket(server.socket, server_side=True)
-        server.handle_error = lambda request, address: None  # type: ignore[method-assign,assignment]
-        threading.Thread(target=server.serve_forever, name=NAME, daemon=True).start()
+        server = serve_admission(
+            self._review, local.pki_dir, local.dir / "webhook" / "leases", NAME
+        )
         self._server = server
         ca = base64.b64encode(local.ca_file.read_bytes()).decode()
         self.bed.cluster.api(
