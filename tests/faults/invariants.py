@@ -61,23 +61,42 @@ def webhook_admitted_once(
     result: CaseResult, hook: DeleteWebhook, deletes: list[Call] | None = None
 ) -> None:
     """The DELETE-counting admission webhook's view: admitted (not refused) DELETEs by
-    anyone but kwok, per pod. With the audit log's DELETEs (`deletes`), a failure shows
-    what became of each call (code, user, when), to tell a second DELETE the scheduler
-    sent from one a retry re-sent."""
+    anyone but kwok, per pod.
+
+    The webhook counts admission *calls* from every client but kwok, not the scheduler's
+    requests: a victim the churn deletes at the same moment is counted once for each
+    client, and kube-apiserver runs validating admission inside the retried update of a
+    graceful delete (apiserver registry Store.Delete ->
+    updateForGracefulDeletionAndFinalizers), so one DELETE can reach the webhook twice
+    when the pod changes meanwhile. Seen in the 30-minute soak: two calls for a victim
+    the churn deleted too, one audited scheduler request (answered 404). With the audit
+    log's scheduler DELETEs (`deletes`), a pod counts as deleted twice only when the audit
+    log holds more than one DELETE request by a scheduler for it."""
     admitted = Counter({k: v - hook.refused[k] for k, v in hook.deletes.items()})
     twice = Counter({k: v for k, v in admitted.items() if v > 1})
     result.figure("webhook: DELETE calls", sum(hook.deletes.values()))
     result.figure("webhook: refused", sum(hook.refused.values()))
     detail = _examples(twice) if twice else f"{len(admitted)} pods"
-    if twice and deletes:
-        t0 = min(c.received for c in deletes)
+    if twice and deletes is not None:
+        t0 = min((c.received for c in deletes), default=0.0)
         for pod in list(twice)[:3]:
             calls = [c for c in deletes if c.name == pod]
             detail += f"; {pod}: " + ", ".join(
                 f"{c.user} {c.code} at +{c.received - t0:.2f}s" for c in calls
             )
+        # the audit log is the record of requests: repeated admission calls of one
+        # request are the API server's, not a second DELETE
+        requested = Counter(c.name for c in deletes)
+        twice = Counter({k: v for k, v in twice.items() if requested[k] > 1})
+        result.figure(
+            "webhook: repeated admission calls of one request",
+            len([k for k, v in admitted.items() if v > 1 and requested[k] <= 1]),
+        )
     result.check(
-        "each victim deleted once (webhook: admitted DELETEs per pod <= 1)", not twice, detail
+        "each victim deleted once (webhook: admitted DELETEs per pod <= 1, "
+        "repeated admission of one audited request aside)",
+        not twice,
+        detail,
     )
 
 

@@ -328,13 +328,13 @@ def test_the_preemptor_lands_on_the_brute_force_optimum_evicting_exactly_its_vic
     present = {p["metadata"]["name"] for p in cluster.list_pods(NS, f"scenario={s.id}")}
     assert present == _all_names(s) - victims
     # one DELETE per victim from the scheduler, none for anyone else. Under CPU load this
-    # once saw 2 DELETEs for a victim: the scheduler, not the counting, was wrong. After a
-    # successful task the preemptor was released as soon as one "last" victim (possibly
-    # one already terminating, or deleted by another preemptor) was seen leaving; retried
-    # against a cache still showing this task's other victims, it found no room and
-    # preempted again, choosing the same victims: a second DELETE. Fixed in 2d8fba1 (every
-    # victim must be seen leaving, and the preemptor stays gated until its own status
-    # patch is written); the whole suite passed under stress-ng since.
+    # once saw 2 DELETEs for a victim. Two causes fit: a second preemption by the same
+    # preemptor (its gate lifted when one "last" victim was seen leaving while the cache
+    # still showed the others; fixed in 2d8fba1), and the webhook counting admission
+    # calls, not requests (kube-apiserver re-runs admission when a graceful delete's
+    # update conflicts with a concurrent write, e.g. kwok's status). The fault suite's
+    # audit log (tests/faults) tells them apart; this test passed in every stressed run
+    # of the suite since 2d8fba1.
     assert _scenario_deletes(hook, s) == dict.fromkeys(victims, 1)
     for v in victims:
         # as the API server held it at its DELETE: DisruptionTarget set by the scheduler
