@@ -49,6 +49,41 @@ class RunResult:
         }
 
 
+def decide_scenario(
+    oracle: Oracle,
+    scenario: sc.Scenario,
+    tally: Tally,
+    label: str,
+    say: Callable[[str], None],
+) -> list[PodResult] | None:
+    """Run one scenario through both schedulers and add what they decided to `tally`:
+    the compared pods (returned), the manifests the API server refused, or, when the
+    harness itself failed (a scheduler that never answered, a refused setup call), an
+    error, after which the run goes on with the next scenario (None)."""
+    victim_priority = {
+        f"{p['metadata']['namespace']}/{p['metadata']['name']}": p["spec"]["priorityClassName"]
+        for p in scenario.existing
+    }
+    try:
+        results = oracle.run(scenario)
+    except AssertionError as exc:
+        tally.errors.append(f"{label}: {exc}")
+        say(f"{label}: harness error: {exc}")
+        oracle.forget_scenario()
+        return None
+    compared = []
+    for r in results:
+        if r.upstream is None or r.ours is None:
+            tally.refused.append(f"{r.name}: {r.refused[:300]}")
+            say(f"    the API server refused {r.name}: {r.refused[:300]}")
+            continue
+        diffs, made = compare(r, len(scenario.nodes), victim_priority)
+        tally.add(diffs, made)
+        compared.append(r)
+    tally.scenarios += 1
+    return compared
+
+
 def run_oracle(
     cluster: ClusterHandle,
     workdir: Path,
@@ -66,31 +101,11 @@ def run_oracle(
         todo = list(indices)
         for k, index in enumerate(todo, 1):
             scenario = sc.generate(seed, index)
-            victim_priority = {
-                f"{p['metadata']['namespace']}/{p['metadata']['name']}": p["spec"][
-                    "priorityClassName"
-                ]
-                for p in scenario.existing
-            }
-            try:
-                results = oracle.run(scenario)
-            except AssertionError as exc:
-                # a harness failure (a scheduler that never answered, a refused setup
-                # call) is recorded and the run goes on with the next scenario
-                tally.errors.append(f"scenario {index}: {exc}")
-                say(f"[{k}/{len(todo)}] scenario {index}: harness error: {exc}")
-                oracle.forget_scenario()
-                continue
             before = len(tally.differences)
-            for r in results:
-                if r.upstream is None or r.ours is None:
-                    tally.refused.append(f"{r.name}: {r.refused[:300]}")
-                    say(f"    the API server refused {r.name}: {r.refused[:300]}")
-                    continue
-                diffs, made = compare(r, len(scenario.nodes), victim_priority)
-                tally.add(diffs, made)
-                pods.append((r, len(scenario.nodes)))
-            tally.scenarios += 1
+            results = decide_scenario(oracle, scenario, tally, f"scenario {index}", say)
+            if results is None:
+                continue
+            pods.extend((r, len(scenario.nodes)) for r in results)
             new = len(tally.differences) - before
             say(
                 f"[{k}/{len(todo)}] scenario {index}: {len(scenario.nodes)} nodes, "

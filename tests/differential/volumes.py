@@ -28,8 +28,9 @@ from typing import Any
 
 from scheduler.cluster.local import LocalCluster
 from tests.differential import scenario as sc
-from tests.differential.compare import Tally, compare
+from tests.differential.compare import Tally
 from tests.differential.harness import SEQUENTIAL, Oracle
+from tests.differential.run import decide_scenario
 from tests.kube import ClusterHandle
 
 FIRST_INDEX = 900  # scenario prefixes s900.. (apart from the random scenarios')
@@ -335,29 +336,13 @@ def run_volume_oracle(
     try:
         for name in names:
             scenario = SCENARIOS[name]()
-            victim_priority = {
-                f"{p['metadata']['namespace']}/{p['metadata']['name']}": p["spec"][
-                    "priorityClassName"
-                ]
-                for p in scenario.existing
-            }
-            try:
-                results = oracle.run(scenario)
-            except AssertionError as exc:
-                tally.errors.append(f"{name}: {exc}")
-                say(f"{name}: harness error: {exc}")
-                oracle.forget_scenario()
-                continue
             before = len(tally.differences)
+            results = decide_scenario(oracle, scenario, tally, name, say)
+            if results is None:
+                continue
             for r in results:
-                if r.upstream is None or r.ours is None:
-                    tally.refused.append(f"{r.name}: {r.refused[:300]}")
-                    continue
-                diffs, made = compare(r, len(scenario.nodes), victim_priority)
-                tally.add(diffs, made)
-                up = r.upstream
-                say(f"  {r.name}: upstream {up.node or up.message}")
-            tally.scenarios += 1
+                assert r.upstream is not None
+                say(f"  {r.name}: upstream {r.upstream.node or r.upstream.message}")
             say(f"{name}: {len(results)} pods, {len(tally.differences) - before} difference(s)")
             for d in tally.differences[before:]:
                 say(f"    {d.kind}: {d.pod}: {d.detail}")
