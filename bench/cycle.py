@@ -17,7 +17,7 @@ import time
 
 from scheduler.cache import Cache, Nominator
 from scheduler.config import names
-from scheduler.framework import CycleState, FitError, Framework, Profile, schedule_pod
+from scheduler.framework import CycleState, FitError, Framework, profile_for, schedule_pod
 from scheduler.model.node import node_from_dict
 from scheduler.model.pod import PodInfo, pod_from_dict
 from scheduler.plugins.registry import in_tree_registry
@@ -56,7 +56,7 @@ def build(num_nodes: int, pods_per_node: int = 4) -> tuple[Cache, Framework]:
             app = f"app-{(i * pods_per_node + j) % 50}"
             cache.add_pod(pod_from_dict(_pod(f"e-{i}-{j}", {"app": app}, f"node-{i}")))
     plugins = tuple(r for r in names.DEFAULT_MULTI_POINT if r.name != names.DEFAULT_PREEMPTION)
-    fw = Framework(Profile(plugins={names.MULTI_POINT: plugins}), in_tree_registry())
+    fw = Framework(profile_for(plugins), in_tree_registry())
     return cache, fw
 
 

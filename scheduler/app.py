@@ -49,7 +49,7 @@ from scheduler.explain import http_handler as explain_http_handler
 from scheduler.framework.handle import Handle, InMemoryListers
 from scheduler.framework.registry import Registry
 from scheduler.framework.runtime import Framework
-from scheduler.framework.runtime import Profile as FrameworkProfile
+from scheduler.framework.waiting_pods import WaitingPods
 from scheduler.guarded_tasks import GuardedTasks
 from scheduler.leader import LeaderElectionSettings, LeaderElector, LeaseFence
 from scheduler.loop import SchedulingLoop
@@ -62,11 +62,10 @@ from scheduler.model import (
     pod_from_dict,
 )
 from scheduler.model.pdb import PDBInfo, pdb_from_dict
-from scheduler.plugins import default_preemption
-from scheduler.plugins.default_preemption import PreemptionServices
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.policy.runtime import PolicyRuntime
-from scheduler.preemption import ExecutorSettings, PreemptionExecutor
+from scheduler.preemption import ExecutorSettings, PreemptionExecutor, default_preemption
+from scheduler.preemption.default_preemption import PreemptionServices
 from scheduler.queue import SchedulingQueue
 from scheduler.server import HealthServer
 from scheduler.status_writer import StatusWriter
@@ -123,18 +122,6 @@ class _ListerFeed:
 
     def on_delete(self, obj: Any) -> None:
         self._drop(obj)
-
-
-def framework_profile(cfg: SchedulerConfiguration, index: int) -> FrameworkProfile:
-    p = cfg.profiles[index]
-    plugins = {point: tuple(refs) for point, refs in p.extension_points.items()}
-    args = {pc.name: pc.args for pc in p.plugin_config if pc.args is not None}
-    return FrameworkProfile(
-        scheduler_name=p.scheduler_name,
-        plugins=plugins,
-        plugin_args=args,
-        percentage_of_nodes_to_score=p.percentage_of_nodes_to_score,
-    )
 
 
 class SchedulerApp:
@@ -203,8 +190,6 @@ class SchedulerApp:
         self.executor = PreemptionExecutor(
             self.dispatcher,
             self.events,
-            activate=lambda pods: self.queue.activate(pods),
-            reject_waiting=self._reject_waiting,
             # the gate after a successful task watches every victim in the cache
             pod_lookup=self.cache.get_pod,
             metrics=m,
@@ -229,14 +214,18 @@ class SchedulerApp:
         registry = in_tree_registry().merge(
             Registry({plugin_names.DEFAULT_PREEMPTION: default_preemption.factory(services)})
         )
-        for i, prof in enumerate(cfg.profiles):
+        # one map of pods waiting at Permit for every profile, so preemption finds a
+        # victim waiting in any of them
+        self.waiting_pods = WaitingPods()
+        for prof in cfg.profiles:
             handle = Handle.from_listers(
                 self.listers, binder=self._bind, volume_api=self.dispatcher,
                 node_lookup=self.cache.node, pod_exists=self._pod_exists,
+                nominator=self.nominator, waiting_pods=self.waiting_pods,
             )  # fmt: skip
             handle.workload_selectors = self.workloads
             self.frameworks[prof.scheduler_name] = Framework(
-                framework_profile(cfg, i),
+                prof,
                 registry,
                 handle,
                 global_percentage_of_nodes_to_score=cfg.percentage_of_nodes_to_score,
@@ -254,6 +243,8 @@ class SchedulerApp:
             pod_max_backoff=float(cfg.pod_max_backoff_seconds),
             metrics=m,
         )
+        for fwk in self.frameworks.values():
+            fwk.set_pod_activator(self.queue)
         self.pod_handler = PodEventHandler(
             self.cache, self.queue, self.nominator, names, on_refused=self._refuse_pod
         )
@@ -365,13 +356,6 @@ class SchedulerApp:
         from scheduler.framework.status import Status
 
         return fwk.run_pre_enqueue(pod) if fwk is not None else Status.success()
-
-    def _reject_waiting(self, pod: PodInfo, message: str) -> bool:
-        waiting = self.loop.waiting.get(pod.uid)
-        if waiting is None:
-            return False
-        waiting.reject(plugin_names.DEFAULT_PREEMPTION, message)
-        return True
 
     def _pod_exists(self, pod: PodInfo) -> bool:
         current = self.pod_informer.get(pod.key)

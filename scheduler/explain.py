@@ -37,6 +37,7 @@ from scheduler.framework.search import SearchState
 from scheduler.framework.status import Code, Status
 from scheduler.model.pdb import PDBInfo
 from scheduler.model.pod import PodInfo
+from scheduler.preemption.default_preemption import DefaultPreemption
 from scheduler.preemption.evaluator import DryRun, Evaluator, NodeLike
 from scheduler.preemption.policy_evaluator import new_evaluator
 from scheduler.preemption.victim_policy import VictimPolicy
@@ -169,29 +170,21 @@ class Explainer:
         return 200, body
 
     def _dry_run(self, fwk: Framework, pod: PodInfo, nominated: str) -> dict[str, Any]:
-        handle = fwk.handle
-        saved = (handle.snapshot, handle.nominator)
         snapshot = self._cache.new_snapshot()
         self._cache.update_snapshot(snapshot)
         state = CycleState()
         try:
-            try:
-                result = schedule_pod(
-                    fwk, state, pod, snapshot, self._nominator, search=SearchState()
-                )
-            except SchedulingError as exc:
-                return {"result": "Error", "message": str(exc)}
-            if not isinstance(result, FitError):
-                return {"result": "Schedulable", "node": result.node, "preemption": None}
-            out: dict[str, Any] = {
-                "result": "Unschedulable",
-                "message": result.message(),
-                "nodes": [v.as_dict() for v in _verdicts(result.diagnosis.node_to_status())],
-                "preemption": self._preemption(fwk, state, pod, result, snapshot, nominated),
-            }
-            return out
-        finally:
-            handle.snapshot, handle.nominator = saved
+            result = schedule_pod(fwk, state, pod, snapshot, self._nominator, search=SearchState())
+        except SchedulingError as exc:
+            return {"result": "Error", "message": str(exc)}
+        if not isinstance(result, FitError):
+            return {"result": "Schedulable", "node": result.node, "preemption": None}
+        return {
+            "result": "Unschedulable",
+            "message": result.message(),
+            "nodes": [v.as_dict() for v in _verdicts(result.diagnosis.node_to_status())],
+            "preemption": self._preemption(fwk, state, pod, result, snapshot, nominated),
+        }
 
     def _preemption(
         self,
@@ -202,7 +195,9 @@ class Explainer:
         snapshot: Any,
         nominated: str,
     ) -> dict[str, Any] | None:
-        plugin = next((p for p in fwk.post_filter_plugins if hasattr(p, "evaluator")), None)
+        plugin = next(
+            (p for p in fwk.post_filter_plugins if isinstance(p, DefaultPreemption)), None
+        )
         if plugin is None:
             return None
         real: Evaluator = plugin.evaluator

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 
 from scheduler.cache import Cache, CacheError, Nominator, Snapshot
 from scheduler.client.errors import ApiError, Conflict, LeaseNotHeld
@@ -31,9 +32,11 @@ from scheduler.client.events import EventRecorder, pod_ref
 from scheduler.clock import SYSTEM_CLOCK, Clock
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.diagnosis import FitError
+from scheduler.framework.interfaces import PostFilterResult
 from scheduler.framework.runtime import Framework
 from scheduler.framework.schedule import SchedulingError, SearchState, schedule_pod
 from scheduler.framework.status import Code, Status
+from scheduler.framework.waiting_pods import WaitingPod
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model import PodInfo
 from scheduler.queue import QueuedPodInfo, SchedulingQueue
@@ -53,25 +56,6 @@ class BindRejected(Exception):
 
 class PreBindFailed(BindRejected):
     """A PreBind plugin failed; its message is upstream's own wording (no prefix)."""
-
-
-@dataclass
-class WaitingPod:
-    """A pod held at Permit. Preemption may reject it in memory (no API call)."""
-
-    pod: PodInfo
-    node: str
-    future: asyncio.Future[Status] = field(
-        default_factory=lambda: asyncio.get_running_loop().create_future()
-    )
-
-    def allow(self) -> None:
-        if not self.future.done():
-            self.future.set_result(Status.success())
-
-    def reject(self, plugin: str, message: str) -> None:
-        if not self.future.done():
-            self.future.set_result(Status.unschedulable(message, plugin=plugin))
 
 
 class SchedulingLoop:
@@ -100,7 +84,6 @@ class SchedulingLoop:
         self.clock = clock
         self.snapshot: Snapshot = cache.new_snapshot()
         self.search = SearchState()
-        self.waiting: dict[str, WaitingPod] = {}
         self._bind_slots = asyncio.Semaphore(max_binds_in_flight)
         self._binds: set[asyncio.Task[None]] = set()
         self._stopping = False
@@ -112,12 +95,8 @@ class SchedulingLoop:
         # told of every FitError after PostFilter (explain keeps the last attempt)
         self.on_unschedulable: Callable[[PodInfo, FitError, str | None], None] | None = None
         self.cycles = 0
-        self._settlers = [
-            p.settle
-            for f in frameworks.values()
-            for p in f.post_filter_plugins
-            if hasattr(p, "settle")
-        ]
+        # Sync preemption: what the last cycle's PostFilter asked the loop to await
+        self._to_settle: list[Awaitable[object]] = []
 
     # ------------------------------------------------------------------ lifecycle
     async def run(self) -> None:
@@ -132,8 +111,8 @@ class SchedulingLoop:
                 log.exception("handling a crashed scheduling cycle failed pod=%s", info.pod.key)
                 self._requeue_after_crash(info)
             # Sync preemption: the cycle's API calls finish before the next pod is popped
-            for settle in self._settlers:
-                await settle()
+            while self._to_settle:
+                await asyncio.gather(self._to_settle.pop(), return_exceptions=True)
             # let informers, binders and the server run between cycles
             await asyncio.sleep(0)
 
@@ -216,7 +195,7 @@ class SchedulingLoop:
         waiting = None
         if st.code == Code.WAIT:
             waiting = WaitingPod(assumed, node)
-            self.waiting[pod.uid] = waiting
+            fwk.waiting_pods.add(waiting)
         task = asyncio.create_task(
             self._binding_cycle(fwk, state, info, assumed, node, waiting, timeout, start),
             name=f"bind-{pod.key}",
@@ -243,7 +222,7 @@ class SchedulingLoop:
         log.error("scheduling cycle crashed pod=%s", pod.key, exc_info=exc)
         if progress.handed_over:
             return  # the binding task owns the pod and will requeue it if it fails
-        self.waiting.pop(pod.uid, None)
+        fwk.waiting_pods.remove(pod.uid)
         if progress.assumed is not None:
             with contextlib.suppress(Exception):
                 self._undo(fwk, state, progress.assumed, progress.node)
@@ -269,23 +248,19 @@ class SchedulingLoop:
         start: float,
     ) -> None:
         pod = info.pod
-        nominated: str | None = None
+        result: PostFilterResult | None = None
         if fwk.post_filter_plugins:
-            result, st = fwk.run_post_filter(state, pod, fit.diagnosis)
+            result, st = fwk.run_post_filter(state, pod, self.snapshot, fit.diagnosis)
             if st.code == Code.ERROR:
                 log.warning("post filter error pod=%s err=%s", pod.key, st.message())
-            elif st.ok and result is not None and result.nominated_node_name:
-                nominated = result.nominated_node_name
+                result = None
+            elif not st.ok and result is not None and result.nominated_node_name:
+                result = dataclasses.replace(result, nominated_node_name=None)
             if st.reasons:  # upstream: whatever PostFilter said, success included
                 fit.diagnosis.post_filter_msg = st.message()
-            if (
-                nominated is None
-                and pod.nominated_node_name
-                and self.nominator.nominated_node(pod) is None
-            ):
-                # PostFilter dropped a stale nomination: clear it in the API too, or the
-                # next informer update would bring it back
-                nominated = ""
+        if result is not None and result.settle is not None:
+            self._to_settle.append(result.settle)
+        nominated = record_nominations(self.nominator, pod, result)
         message = fit.message()
         if self.on_unschedulable is not None:
             self.on_unschedulable(pod, fit, nominated)
@@ -299,6 +274,7 @@ class SchedulingLoop:
             RESULT_UNSCHEDULABLE,
             rejectors=rejectors,
             nominated=nominated,
+            status_by_task=result is not None and result.status_by_task,
         )
 
     def _undo(self, fwk: Framework, state: CycleState, assumed: PodInfo, node: str) -> None:
@@ -318,8 +294,11 @@ class SchedulingLoop:
         *,
         rejectors: set[str] | None = None,
         nominated: str | None = None,
+        status_by_task: bool = False,
     ) -> None:
-        """upstream handleSchedulingFailure: requeue, keep the nomination, tell the pod."""
+        """upstream handleSchedulingFailure: requeue, keep the nomination, tell the pod.
+        `nominated` (already in the nominator) goes into the pod's status: a node, ""
+        to clear nominatedNodeName, None to leave it."""
         pod = info.pod
         profile = fwk.profile_name
         self.metrics.schedule_attempts.labels(result=result, profile=profile).inc()
@@ -335,10 +314,6 @@ class SchedulingLoop:
         )
         if result == RESULT_ERROR:
             plugins = set()  # an error goes to backoff, whatever the plugin
-        if nominated:
-            self.nominator.add(pod, nominated)
-        elif nominated == "":
-            self.nominator.remove(pod)
         self.queue.add_unschedulable_if_not_present(info, plugins, self.queue.scheduling_cycle)
         self.queue.done(pod.uid)
         reason = "SchedulerError" if result == RESULT_ERROR else "Unschedulable"
@@ -352,17 +327,10 @@ class SchedulingLoop:
         )
         # a preemption's own task writes the preemptor's status (nomination included),
         # off the loop; everyone else gets it written here
-        if self._preempting(fwk, pod):
+        if status_by_task:
             self.status_writer.forget(pod.uid)  # the task writes it; remember nothing stale
         else:
             self.status_writer.unschedulable(pod, reason, message, nominated)
-
-    def _preempting(self, fwk: Framework, pod: PodInfo) -> bool:
-        for p in fwk.post_filter_plugins:
-            check = getattr(p, "is_preempting", None)
-            if check is not None and check(pod):
-                return True
-        return False
 
     # ------------------------------------------------------------------ binding cycle
     async def _binding_cycle(
@@ -383,11 +351,13 @@ class SchedulingLoop:
             async with self._bind_slots:
                 if waiting is not None:
                     try:
-                        st = await asyncio.wait_for(asyncio.shield(waiting.future), permit_timeout)
+                        st = await asyncio.wait_for(
+                            asyncio.shield(waiting.verdict), permit_timeout
+                        )
                     except TimeoutError:
                         st = Status.unschedulable("rejected due to timeout after waiting at permit")
                     finally:
-                        self.waiting.pop(pod.uid, None)
+                        fwk.waiting_pods.remove(pod.uid)
                     if not st.ok:
                         raise BindRejected(st.message())
                 st = await fwk.run_pre_bind(state, assumed, node)
@@ -487,6 +457,30 @@ class SchedulingLoop:
         self.queue.done(pod.uid)
 
 
+def record_nominations(
+    nominator: Nominator, pod: PodInfo, result: PostFilterResult | None
+) -> str | None:
+    """Apply what PostFilter asked for to the nominator, which only the scheduling loop
+    writes (besides the informers' view of nominatedNodeName). The nomination goes in
+    before the next pod is popped, so pods of lower or equal priority cannot take the
+    room a preemption frees. The lower-priority nominations it displaced are dropped at
+    once (its task clears them in the API). Returns the pod's nomination for its status:
+    a node, "" to clear nominatedNodeName (only when the API holds one; otherwise the
+    next informer update would bring it back), or None to leave it."""
+    if result is None:
+        return None
+    for other in result.cleared:
+        nominator.remove(other)
+    node = result.nominated_node_name
+    if node is None:
+        return None
+    if node == "":
+        nominator.remove(pod)
+        return "" if pod.nominated_node_name else None
+    nominator.add(pod, node)
+    return node
+
+
 @dataclass
 class _Progress:
     """How far a scheduling cycle got, so a crash can be undone."""
@@ -510,4 +504,4 @@ def _result_of(status: Status) -> str:
     return RESULT_UNSCHEDULABLE if status.is_rejected else RESULT_ERROR
 
 
-__all__ = ["BindRejected", "SchedulingLoop", "StatusWriter", "WaitingPod"]
+__all__ = ["BindRejected", "SchedulingLoop", "StatusWriter", "record_nominations"]

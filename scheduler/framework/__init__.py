@@ -10,8 +10,9 @@ from scheduler.framework.interfaces import (
     PostFilterResult,
     PreFilterResult,
 )
+from scheduler.framework.profile import profile_for
 from scheduler.framework.registry import Registry
-from scheduler.framework.runtime import Framework, FrameworkError, Profile
+from scheduler.framework.runtime import Framework, FrameworkError
 from scheduler.framework.schedule import (
     NodeDryRun,
     SchedulingError,
@@ -35,12 +36,12 @@ __all__ = [
     "NodeDryRun",
     "PostFilterResult",
     "PreFilterResult",
-    "Profile",
     "Registry",
     "ScheduleResult",
     "SchedulingError",
     "SearchState",
     "Status",
     "num_feasible_nodes_to_find",
+    "profile_for",
     "schedule_pod",
 ]

@@ -1,5 +1,9 @@
-"""What plugins may reach outside themselves: listers, the binder, the cycle's
-snapshot and nominator (upstream framework.Handle).
+"""What plugins may reach outside themselves (upstream framework.Handle): listers, the
+binder, the nominated pods (read only), the pods waiting at Permit, and activate(pods).
+
+Nothing on the Handle changes from cycle to cycle: the cycle's snapshot is handed to
+each extension point as an argument, and nominations are written by the scheduling loop
+alone (plugins return what to nominate in their PostFilterResult).
 
 The client layer builds informers and provides objects satisfying the lister
 Protocols; `InMemoryListers` is a dict-backed implementation for tests and for
@@ -13,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from scheduler.clock import SYSTEM_CLOCK, Clock
+from scheduler.framework.waiting_pods import WaitingPods
 from scheduler.model.csi import (
     CSIDriverInfo,
     CSINodeInfo,
@@ -26,8 +31,7 @@ from scheduler.model.selectors import LabelSelector
 from scheduler.model.volume import PVCInfo, PVInfo, StorageClassInfo
 
 if TYPE_CHECKING:
-    from scheduler.cache.nominator import Nominator
-    from scheduler.cache.snapshot import Snapshot
+    from scheduler.framework.runtime import Framework
 
 
 class NamespaceLister(Protocol):
@@ -75,6 +79,36 @@ class WorkloadSelectorLister(Protocol):
 
 # bind(pod, node_name): performs the API call; raises on failure
 Binder = Callable[[PodInfo, str], Awaitable[None]]
+
+
+class NominatedPods(Protocol):
+    """The nominator as plugins see it: read only (the loop is its only writer)."""
+
+    def nominated_pods_for_node(self, node_name: str, /) -> Iterable[PodInfo]: ...
+    def nominated_node(self, pod: PodInfo, /) -> str | None: ...
+    def nodes_with_nominations(self) -> Mapping[str, Mapping[str, PodInfo]]: ...
+
+
+class PodActivator(Protocol):
+    """Moves pods to activeQ now (upstream PodActivator; the scheduling queue is one)."""
+
+    def activate(self, pods: Iterable[PodInfo], /) -> None: ...
+
+
+class _NoNominations:
+    def nominated_pods_for_node(self, node_name: str, /) -> Iterable[PodInfo]:
+        return ()
+
+    def nominated_node(self, pod: PodInfo, /) -> str | None:
+        return None
+
+    def nodes_with_nominations(self) -> Mapping[str, Mapping[str, PodInfo]]:
+        return {}
+
+
+class _NoActivator:
+    def activate(self, pods: Iterable[PodInfo], /) -> None:
+        raise RuntimeError("no pod activator set on the framework handle")
 
 
 class InMemoryListers:
@@ -176,11 +210,16 @@ class Handle:
     workload_selectors: WorkloadSelectorLister = field(default_factory=InMemoryListers)
     binder: Binder = _no_binder
     clock: Clock = SYSTEM_CLOCK
-    # set by schedule_pod for the cycle (PostFilter plugins read them)
-    snapshot: Snapshot | None = None
-    nominator: Nominator | None = None
-    # set by the Framework that owns this handle
-    framework: Any = None
+    nominator: NominatedPods = field(default_factory=_NoNominations)
+    waiting_pods: WaitingPods = field(default_factory=WaitingPods)
+    # the scheduling queue; set once it exists (Framework.set_pod_activator)
+    activator: PodActivator = field(default_factory=_NoActivator)
+    # the Framework that owns this handle (set once by its constructor): PostFilter
+    # plugins run Filter on node copies through it (upstream: the framework is the Handle)
+    framework: Framework | None = None
+
+    def activate(self, pods: Iterable[PodInfo]) -> None:
+        self.activator.activate(pods)
 
     @classmethod
     def from_listers(cls, listers: InMemoryListers, **kw: Any) -> Handle:

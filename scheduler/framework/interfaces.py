@@ -8,14 +8,19 @@ batch plugin must implement both and they must agree.
 Score likewise: `score(state, pod, view) -> (int, Status)` and/or
 `score_batch(state, pod, snapshot, slots) -> int64 array`.
 
-Optional abilities are separate Protocols, detected by method presence:
-PreFilterExtensions (add_pod/remove_pod), NormalizeScore (normalize_scores),
-EnqueueExtensions (events_to_register).
+Optional abilities are separate Protocols: PreFilterExtensions (add_pod/remove_pod),
+NormalizeScorePlugin (normalize_scores), EnqueueExtensions (events_to_register).
+
+A plugin class names every Protocol it serves as a base class, so strict mypy checks
+each of its methods against the Protocol; the framework places a plugin at an
+extension point only when the class declares that point's Protocol (`declares`), never
+by the mere presence of a method name. `EXTENSION_POINTS` is the one table of which
+Protocol serves which extension point.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -71,7 +76,22 @@ class BatchFilterResult:
 
 @dataclass(frozen=True, slots=True)
 class PostFilterResult:
-    nominated_node_name: str = ""
+    """What a PostFilter plugin asks of the scheduling loop, the only writer of the
+    nominator (upstream PostFilterResult with its NominatingInfo).
+
+    nominated_node_name: None leaves the pod's nomination as it is, "" clears it, a node
+    name nominates the pod there.
+    cleared: other pods whose nomination no longer holds (lower-priority pods nominated
+    to the node a preemption takes).
+    status_by_task: a background task of the plugin writes the pod's status (PodScheduled
+    and nominatedNodeName), so the loop must not.
+    settle: when set, the loop awaits it before the next pod (Sync preemption).
+    """
+
+    nominated_node_name: str | None = None
+    cleared: tuple[PodInfo, ...] = ()
+    status_by_task: bool = False
+    settle: Awaitable[object] | None = None
 
 
 class QueuedPod(Protocol):
@@ -85,8 +105,7 @@ class QueuedPod(Protocol):
 
 @runtime_checkable
 class Plugin(Protocol):
-    @property
-    def name(self) -> str: ...
+    name: str
 
 
 class PreEnqueuePlugin(Plugin, Protocol):
@@ -127,7 +146,7 @@ class BatchFilterPlugin(FilterPlugin, Protocol):
 
 class PostFilterPlugin(Plugin, Protocol):
     def post_filter(
-        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status]: ...
 
 
@@ -184,22 +203,28 @@ class EnqueueExtensions(Plugin, Protocol):
     def events_to_register(self) -> list[ClusterEventWithHint]: ...
 
 
-# extension point key (config.names) -> the method that marks a plugin as implementing it
-EXTENSION_METHODS: dict[str, str] = {
-    "preEnqueue": "pre_enqueue",
-    "queueSort": "less",
-    "preFilter": "pre_filter",
-    "filter": "filter",
-    "postFilter": "post_filter",
-    "preScore": "pre_score",
-    "score": "score|score_batch",
-    "reserve": "reserve",
-    "permit": "permit",
-    "preBind": "pre_bind",
-    "bind": "bind",
-    "postBind": "post_bind",
+# extension point key (config.names) -> the Protocols a plugin declares to serve it
+# (Score: either form)
+EXTENSION_POINTS: dict[str, tuple[object, ...]] = {
+    "preEnqueue": (PreEnqueuePlugin,),
+    "queueSort": (QueueSortPlugin,),
+    "preFilter": (PreFilterPlugin,),
+    "filter": (FilterPlugin,),
+    "postFilter": (PostFilterPlugin,),
+    "preScore": (PreScorePlugin,),
+    "score": (ScorePlugin, BatchScorePlugin),
+    "reserve": (ReservePlugin,),
+    "permit": (PermitPlugin,),
+    "preBind": (PreBindPlugin,),
+    "bind": (BindPlugin,),
+    "postBind": (PostBindPlugin,),
 }
 
 
+def declares(plugin: object, protocol: object) -> bool:
+    """The plugin's class names `protocol` among its bases (nominal, so mypy checked it)."""
+    return protocol in type(plugin).__mro__
+
+
 def implements(plugin: object, point: str) -> bool:
-    return any(hasattr(plugin, m) for m in EXTENSION_METHODS[point].split("|"))
+    return any(declares(plugin, proto) for proto in EXTENSION_POINTS[point])

@@ -1,9 +1,8 @@
 """Framework: the plugins of one profile and how each extension point runs them.
 
-Built from a Profile: per extension point the enabled plugin refs, with `multiPoint`
-expanded as upstream (a multiPoint plugin is registered at every extension point it
-implements; plugins named at a specific point come first), score weights (0 -> 1) and
-per-plugin args (missing -> the plugin's defaults).
+Built from the configuration's Profile (scheduler.config.types.Profile): per extension
+point the enabled plugin refs, multiPoint already expanded by the config loader, score
+weights (0 -> 1) and per-plugin args (missing -> the plugin's defaults).
 
 Filter contract: the first rejecting plugin in profile order decides a node's Status. In
 the main pass batch plugins run first (over the whole NodeTable), per-node plugins after,
@@ -15,34 +14,52 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from scheduler.config import names
 from scheduler.config.args import default_plugin_args
-from scheduler.config.names import PluginRef
+from scheduler.config.types import Profile
 from scheduler.framework.cluster_event import ClusterEventWithHint
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.handle import Handle
+from scheduler.framework.handle import Handle, NominatedPods, PodActivator
 from scheduler.framework.interfaces import (
     MAX_NODE_SCORE,
+    BatchFilterPlugin,
+    BatchScorePlugin,
+    BindPlugin,
+    EnqueueExtensions,
+    FilterPlugin,
     IntArray,
+    NormalizeScorePlugin,
+    PermitPlugin,
+    Plugin,
+    PostBindPlugin,
+    PostFilterPlugin,
     PostFilterResult,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterExtensions,
+    PreFilterPlugin,
     PreFilterResult,
+    PreScorePlugin,
     QueuedPod,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+    declares,
     implements,
 )
 from scheduler.framework.registry import Registry
 from scheduler.framework.search import SearchState
 from scheduler.framework.status import Code, Status
+from scheduler.framework.waiting_pods import WaitingPods
 from scheduler.model.pod import PodInfo
 
 if TYPE_CHECKING:
     from scheduler.cache.node_view import NodeView
-    from scheduler.cache.nominator import Nominator
     from scheduler.cache.snapshot import Snapshot
     from scheduler.framework.diagnosis import Diagnosis
 
@@ -51,17 +68,6 @@ log = logging.getLogger(__name__)
 
 class FrameworkError(ValueError):
     """The profile cannot be built (unknown plugin, plugin lacking the extension point)."""
-
-
-@dataclass
-class Profile:
-    scheduler_name: str = "default-scheduler"
-    # extension point key (config.names.*, including "multiPoint") -> enabled refs
-    plugins: Mapping[str, Sequence[PluginRef]] = field(
-        default_factory=lambda: {names.MULTI_POINT: names.DEFAULT_MULTI_POINT}
-    )
-    plugin_args: Mapping[str, Any] = field(default_factory=dict)
-    percentage_of_nodes_to_score: int | None = None  # None: the global setting
 
 
 # Upstream v1.37's default profiles hold DynamicResources right before DefaultPreemption
@@ -89,6 +95,14 @@ def _tag(status: Status, plugin: str) -> Status:
 
 
 class Framework:
+    """The plugins of one profile, per extension point, in profile order.
+
+    `profile` is the configuration's own Profile, multiPoint already expanded by the
+    config loader (scheduler.config.plugins.expand_extension_points, the one table of
+    which plugin serves which point); here each placed plugin must also declare that
+    point's Protocol, so strict mypy has checked its methods.
+    """
+
     def __init__(
         self,
         profile: Profile,
@@ -109,13 +123,12 @@ class Framework:
             if profile.percentage_of_nodes_to_score is not None
             else global_percentage_of_nodes_to_score
         )
-        self._plugins: dict[str, Any] = {}
+        self._plugins: dict[str, Plugin] = {}
         self.weights: dict[str, int] = {}
-        points: dict[str, list[Any]] = {p: [] for p in names.EXTENSION_POINTS}
-        multi = list(profile.plugins.get(names.MULTI_POINT, ()))
+        points: dict[str, list[Plugin]] = {p: [] for p in names.EXTENSION_POINTS}
         for point in names.EXTENSION_POINTS:
             seen: set[str] = set()
-            for ref in profile.plugins.get(point, ()):
+            for ref in profile.enabled(point):
                 plugin = self._instantiate(ref.name, registry)
                 if not implements(plugin, point):
                     raise FrameworkError(f"plugin {ref.name!r} does not extend {point}")
@@ -125,52 +138,58 @@ class Framework:
                 points[point].append(plugin)
                 if point == names.SCORE:
                     self.weights[ref.name] = ref.weight or 1
-            for ref in multi:
-                if ref.name in seen:
-                    continue
-                plugin = self._instantiate(ref.name, registry)
-                if implements(plugin, point):
-                    seen.add(ref.name)
-                    points[point].append(plugin)
-                    if point == names.SCORE:
-                        self.weights[ref.name] = ref.weight or 1
-        self.pre_enqueue_plugins = points[names.PRE_ENQUEUE]
-        sorts = points[names.QUEUE_SORT]
+        # every plugin declares its point's Protocol (implements() checked it): sound casts
+        self.pre_enqueue_plugins = cast(list[PreEnqueuePlugin], points[names.PRE_ENQUEUE])
+        sorts = cast(list[QueueSortPlugin], points[names.QUEUE_SORT])
         if len(sorts) > 1:
             raise FrameworkError("only one queueSort plugin may be enabled")
         self.queue_sort_plugin = sorts[0] if sorts else None
-        self.pre_filter_plugins = points[names.PRE_FILTER]
-        self.filter_plugins = points[names.FILTER]
-        self.batch_filter_plugins = [p for p in self.filter_plugins if hasattr(p, "filter_batch")]
+        self.pre_filter_plugins = cast(list[PreFilterPlugin], points[names.PRE_FILTER])
+        self.filter_plugins = cast(list[FilterPlugin], points[names.FILTER])
+        self.batch_filter_plugins = [
+            cast(BatchFilterPlugin, p)
+            for p in self.filter_plugins
+            if declares(p, BatchFilterPlugin)
+        ]
         self.node_filter_plugins = [
-            p for p in self.filter_plugins if not hasattr(p, "filter_batch")
+            p for p in self.filter_plugins if not declares(p, BatchFilterPlugin)
         ]
         self.pre_filter_extensions = [
-            p for p in self.pre_filter_plugins if hasattr(p, "add_pod") and hasattr(p, "remove_pod")
+            cast(PreFilterExtensions, p)
+            for p in self.pre_filter_plugins
+            if declares(p, PreFilterExtensions)
         ]
-        self.post_filter_plugins = points[names.POST_FILTER]
-        self.pre_score_plugins = points[names.PRE_SCORE]
+        self.post_filter_plugins = cast(list[PostFilterPlugin], points[names.POST_FILTER])
+        self.pre_score_plugins = cast(list[PreScorePlugin], points[names.PRE_SCORE])
         self.score_plugins = points[names.SCORE]
-        self.reserve_plugins = points[names.RESERVE]
-        self.permit_plugins = points[names.PERMIT]
-        self.pre_bind_plugins = points[names.PRE_BIND]
-        self.bind_plugins = points[names.BIND]
-        self.post_bind_plugins = points[names.POST_BIND]
+        self.reserve_plugins = cast(list[ReservePlugin], points[names.RESERVE])
+        self.permit_plugins = cast(list[PermitPlugin], points[names.PERMIT])
+        self.pre_bind_plugins = cast(list[PreBindPlugin], points[names.PRE_BIND])
+        self.bind_plugins = cast(list[BindPlugin], points[names.BIND])
+        self.post_bind_plugins = cast(list[PostBindPlugin], points[names.POST_BIND])
 
-    def _instantiate(self, name: str, registry: Registry) -> Any:
+    def _instantiate(self, name: str, registry: Registry) -> Plugin:
         plugin = self._plugins.get(name)
         if plugin is None:
             if name not in registry:
                 raise FrameworkError(f"plugin {name!r} is not registered")
-            args = self.profile.plugin_args.get(name)
+            args = self.profile.args_for(name)
             if args is None:
                 args = default_plugin_args(name)
             plugin = registry.get(name)(args, self.handle)
             self._plugins[name] = plugin
         return plugin
 
+    def set_pod_activator(self, activator: PodActivator) -> None:
+        """The scheduling queue, once it exists (it is built from the frameworks)."""
+        self.handle.activator = activator
+
+    @property
+    def waiting_pods(self) -> WaitingPods:
+        return self.handle.waiting_pods
+
     # ------------------------------------------------------------ introspection
-    def plugin(self, name: str) -> Any:
+    def plugin(self, name: str) -> Plugin:
         return self._plugins[name]
 
     def has_filter_plugins(self) -> bool:
@@ -181,8 +200,8 @@ class Framework:
         rejected schedulable again. Handed to the queue."""
         out: dict[str, list[ClusterEventWithHint]] = {}
         for name, plugin in self._plugins.items():
-            if hasattr(plugin, "events_to_register"):
-                out[name] = list(plugin.events_to_register())
+            if declares(plugin, EnqueueExtensions):
+                out[name] = list(cast(EnqueueExtensions, plugin).events_to_register())
         return out
 
     # ------------------------------------------------------------ queue side
@@ -277,13 +296,14 @@ class Framework:
         for p in self.pre_filter_extensions:
             if p.name in state.skip_filter:
                 continue
-            st = getattr(p, method)(state, pod, other, view)
+            run = p.add_pod if method == "add_pod" else p.remove_pod
+            st = run(state, pod, other, view)
             if not st.ok:
                 return _tag(st, p.name)
         return Status.success()
 
     def add_nominated_pods(
-        self, state: CycleState, pod: PodInfo, view: NodeView, nominator: Nominator | None
+        self, state: CycleState, pod: PodInfo, view: NodeView, nominator: NominatedPods | None
     ) -> tuple[bool, CycleState, NodeView]:
         """Copies of state and view with the pods nominated to the node at priority >=
         the pod's (not the pod itself) added. (False, state, view) when none apply."""
@@ -306,7 +326,7 @@ class Framework:
         return True, state_out, view_out
 
     def run_filter_with_nominated_pods(
-        self, state: CycleState, pod: PodInfo, view: NodeView, nominator: Nominator | None
+        self, state: CycleState, pod: PodInfo, view: NodeView, nominator: NominatedPods | None
     ) -> Status:
         """upstream RunFilterPluginsWithNominatedPods: the pod must pass with the
         nominated pods of equal or higher priority added; if any were added, it must
@@ -320,7 +340,7 @@ class Framework:
 
     # ------------------------------------------------------------ post filter
     def run_post_filter(
-        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status]:
         """upstream RunPostFilterPlugins: the first plugin that succeeds, errors or says
         UnschedulableAndUnresolvable ends the run; otherwise the Unschedulable reasons
@@ -332,7 +352,7 @@ class Framework:
         result: PostFilterResult | None = None
         rejector = ""
         for p in self.post_filter_plugins:
-            res, st = p.post_filter(state, pod, diagnosis)
+            res, st = p.post_filter(state, pod, snapshot, diagnosis)
             if st.ok:
                 return res, st
             if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -367,18 +387,20 @@ class Framework:
         for p in self.score_plugins:
             if p.name in state.skip_score:
                 continue
-            if hasattr(p, "score_batch"):
-                scores = np.asarray(p.score_batch(state, pod, snapshot, slots), dtype=np.int64)
+            if declares(p, BatchScorePlugin):
+                batch = cast(BatchScorePlugin, p)
+                scores = np.asarray(batch.score_batch(state, pod, snapshot, slots), dtype=np.int64)
             else:
+                one = cast(ScorePlugin, p)
                 values = []
                 for s in slots.tolist():
-                    v, st = p.score(state, pod, snapshot.view(s))
+                    v, st = one.score(state, pod, snapshot.view(s))
                     if not st.ok:
                         return total, per_plugin, _tag(st, p.name)
                     values.append(v)
                 scores = np.asarray(values, dtype=np.int64)
-            if hasattr(p, "normalize_scores"):
-                st = p.normalize_scores(state, pod, scores, slots)
+            if declares(p, NormalizeScorePlugin):
+                st = cast(NormalizeScorePlugin, p).normalize_scores(state, pod, scores, slots)
                 if not st.ok:
                     return total, per_plugin, _tag(st, p.name)
             if len(scores) and (scores.min() < 0 or scores.max() > MAX_NODE_SCORE):

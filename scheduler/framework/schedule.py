@@ -30,10 +30,10 @@ from typing import Any
 import numpy as np
 
 from scheduler.cache.node_view import NodeView
-from scheduler.cache.nominator import Nominator
 from scheduler.cache.snapshot import Snapshot
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.diagnosis import Diagnosis, FitError, ScheduleResult
+from scheduler.framework.handle import NominatedPods
 from scheduler.framework.interfaces import Int32Array, IntArray
 from scheduler.framework.runtime import Framework, _tag, go_list
 from scheduler.framework.search import SearchState as SearchState  # re-exported
@@ -70,7 +70,7 @@ def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
     return max(num, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-def _nominated_slots(snapshot: Snapshot, pod: PodInfo, nominator: Nominator | None) -> set[int]:
+def _nominated_slots(snapshot: Snapshot, pod: PodInfo, nominator: NominatedPods | None) -> set[int]:
     if nominator is None:
         return set()
     out: set[int] = set()
@@ -103,7 +103,7 @@ def _record_batch_rejections(
     state: CycleState,
     pod: PodInfo,
     snapshot: Snapshot,
-    nominator: Nominator | None,
+    nominator: NominatedPods | None,
     nominated: set[int],
     diagnosis: Diagnosis,
     groups: list[tuple[int, IntArray, Int32Array | None, list[Status]]],
@@ -161,7 +161,7 @@ def find_nodes_that_fit(
     state: CycleState,
     pod: PodInfo,
     snapshot: Snapshot,
-    nominator: Nominator | None,
+    nominator: NominatedPods | None,
     search: SearchState,
     diagnosis: Diagnosis,
     candidates: IntArray,
@@ -253,7 +253,7 @@ def schedule_pod(
     state: CycleState,
     pod: PodInfo,
     snapshot: Snapshot,
-    nominator: Nominator | None = None,
+    nominator: NominatedPods | None = None,
     *,
     search: SearchState | None = None,
 ) -> ScheduleResult | FitError:
@@ -261,9 +261,6 @@ def schedule_pod(
     raises SchedulingError when a plugin reports an internal error."""
     if search is None:
         search = framework.search
-    handle = framework.handle
-    handle.snapshot = snapshot
-    handle.nominator = nominator
     diagnosis = Diagnosis(snapshot)
     num_all = snapshot.num_nodes
     if num_all == 0:
@@ -399,7 +396,7 @@ class NodeDryRun:
         state: CycleState,
         pod: PodInfo,
         view: NodeView,
-        nominator: Nominator | None = None,
+        nominator: NominatedPods | None = None,
     ) -> None:
         self.framework = framework
         self.pod = pod

@@ -5,11 +5,14 @@ from __future__ import annotations
 from scheduler.config import names
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
+from scheduler.framework.interfaces import (
+    BindPlugin,
+)
 from scheduler.framework.status import Status
 from scheduler.model.pod import PodInfo
 
 
-class DefaultBinder:
+class DefaultBinder(BindPlugin):
     name = names.DEFAULT_BINDER
 
     def __init__(self, handle: Handle) -> None:

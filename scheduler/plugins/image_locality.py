@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config import names
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
-from scheduler.framework.interfaces import MAX_NODE_SCORE, IntArray
-from scheduler.framework.status import Status
+from scheduler.framework.interfaces import (
+    MAX_NODE_SCORE,
+    BatchScorePlugin,
+    IntArray,
+)
 from scheduler.model.pod import PodInfo
 
 MB = 1024 * 1024
@@ -27,24 +29,14 @@ def _priority(sum_scores: IntArray, num_containers: int) -> IntArray:
     return out
 
 
-class ImageLocality:
+class ImageLocality(BatchScorePlugin):
+    """Batch form only: the score needs the whole snapshot (how many nodes hold each
+    image), which the runtime hands to score_batch."""
+
     name = names.IMAGE_LOCALITY
 
     def __init__(self, handle: Handle) -> None:
         self._handle = handle
-
-    def score(self, state: CycleState, pod: PodInfo, view: NodeView) -> tuple[int, Status]:
-        snap = self._handle.snapshot
-        total_nodes = snap.num_nodes if snap is not None else 1
-        node = view.node
-        s = 0
-        if node is not None and snap is not None:
-            for img in pod.images:
-                size = node.images.get(img)
-                if size is not None:
-                    holders = len(snap.table.images.get(img, ()))
-                    s += int(size * (holders / total_nodes))
-        return int(_priority(np.array([s], dtype=np.int64), len(pod.images))[0]), Status.success()
 
     def score_batch(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, slots: IntArray

@@ -31,9 +31,17 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
 from scheduler.framework.interfaces import (
     MAX_NODE_SCORE,
+    BatchFilterPlugin,
     BatchFilterResult,
+    BatchScorePlugin,
+    EnqueueExtensions,
     IntArray,
+    NormalizeScorePlugin,
+    PreFilterExtensions,
+    PreFilterPlugin,
     PreFilterResult,
+    PreScorePlugin,
+    ScorePlugin,
 )
 from scheduler.framework.status import Code, Status
 from scheduler.model.pod import AffinityTerm, PodInfo, WeightedAffinityTerm
@@ -101,7 +109,16 @@ class _FilterState:
                 _bump(self.anti_counts, t.topology_key, labels, delta)
 
 
-class InterPodAffinity:
+class InterPodAffinity(
+    PreFilterPlugin,
+    PreFilterExtensions,
+    BatchFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+    BatchScorePlugin,
+    NormalizeScorePlugin,
+    EnqueueExtensions,
+):
     name = names.INTER_POD_AFFINITY
 
     def __init__(self, args: InterPodAffinityArgs, handle: Handle) -> None:

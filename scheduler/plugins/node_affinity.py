@@ -22,7 +22,18 @@ from scheduler.config.args import NodeAffinityArgs
 from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
-from scheduler.framework.interfaces import BatchFilterResult, IntArray, PreFilterResult
+from scheduler.framework.interfaces import (
+    BatchFilterPlugin,
+    BatchFilterResult,
+    BatchScorePlugin,
+    EnqueueExtensions,
+    IntArray,
+    NormalizeScorePlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    ScorePlugin,
+)
 from scheduler.framework.status import Code, Status
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
@@ -36,7 +47,15 @@ REASON_CONFLICT = "pod affinity terms conflict"
 _PRESCORE_KEY = "PreScore" + names.NODE_AFFINITY
 
 
-class NodeAffinity:
+class NodeAffinity(
+    PreFilterPlugin,
+    BatchFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+    BatchScorePlugin,
+    NormalizeScorePlugin,
+    EnqueueExtensions,
+):
     name = names.NODE_AFFINITY
 
     def __init__(self, args: NodeAffinityArgs) -> None:

@@ -10,7 +10,12 @@ from scheduler.config import names
 from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
-from scheduler.framework.interfaces import BatchFilterResult, IntArray
+from scheduler.framework.interfaces import (
+    BatchFilterPlugin,
+    BatchFilterResult,
+    EnqueueExtensions,
+    IntArray,
+)
 from scheduler.framework.status import Status
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
@@ -23,7 +28,7 @@ def _named_node_added(pod: PodInfo, old: Any, new: Any) -> Any:
     return QUEUE if isinstance(new, NodeInfo) and new.name == pod.node_name else SKIP
 
 
-class NodeName:
+class NodeName(BatchFilterPlugin, EnqueueExtensions):
     name = names.NODE_NAME
 
     def __init__(self) -> None:

@@ -11,7 +11,12 @@ from scheduler.config import names
 from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
-from scheduler.framework.interfaces import PreFilterResult
+from scheduler.framework.interfaces import (
+    EnqueueExtensions,
+    FilterPlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+)
 from scheduler.framework.status import Code, Status
 from scheduler.model.pod import HostPort, PodInfo
 from scheduler.plugins.helpers import QUEUE, SKIP, event
@@ -34,7 +39,7 @@ def _freed_ports(pod: PodInfo, old: Any, new: Any) -> Any:
     return SKIP
 
 
-class NodePorts:
+class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     name = names.NODE_PORTS
 
     def __init__(self) -> None:

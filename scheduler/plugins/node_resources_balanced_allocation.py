@@ -26,7 +26,13 @@ from scheduler.config import names
 from scheduler.config.args import NodeResourcesBalancedAllocationArgs
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
-from scheduler.framework.interfaces import MAX_NODE_SCORE, IntArray
+from scheduler.framework.interfaces import (
+    MAX_NODE_SCORE,
+    BatchScorePlugin,
+    IntArray,
+    PreScorePlugin,
+    ScorePlugin,
+)
 from scheduler.framework.status import Code, Status
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.resource_allocation import (
@@ -76,7 +82,7 @@ def balanced_score(requested: IntArray, allocated: IntArray, alloc: IntArray) ->
     return out
 
 
-class NodeResourcesBalancedAllocation:
+class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, BatchScorePlugin):
     name = names.NODE_RESOURCES_BALANCED_ALLOCATION
 
     def __init__(self, args: NodeResourcesBalancedAllocationArgs) -> None:

@@ -32,9 +32,15 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
 from scheduler.framework.interfaces import (
     MAX_NODE_SCORE,
+    BatchFilterPlugin,
     BatchFilterResult,
+    BatchScorePlugin,
+    EnqueueExtensions,
     IntArray,
+    PreFilterPlugin,
     PreFilterResult,
+    PreScorePlugin,
+    ScorePlugin,
 )
 from scheduler.framework.status import Status
 from scheduler.model.node import NodeInfo
@@ -56,7 +62,14 @@ def insufficient(resource: str) -> str:
     return f"Insufficient {resource}"
 
 
-class NodeResourcesFit:
+class NodeResourcesFit(
+    PreFilterPlugin,
+    BatchFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+    BatchScorePlugin,
+    EnqueueExtensions,
+):
     name = names.NODE_RESOURCES_FIT
 
     def __init__(self, args: NodeResourcesFitArgs) -> None:

@@ -13,7 +13,12 @@ from scheduler.config import names
 from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
-from scheduler.framework.interfaces import BatchFilterResult, IntArray
+from scheduler.framework.interfaces import (
+    BatchFilterPlugin,
+    BatchFilterResult,
+    EnqueueExtensions,
+    IntArray,
+)
 from scheduler.framework.status import Status
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
@@ -34,7 +39,7 @@ def _node_became_schedulable(pod: PodInfo, old: Any, new: Any) -> Any:
     return SKIP
 
 
-class NodeUnschedulable:
+class NodeUnschedulable(BatchFilterPlugin, EnqueueExtensions):
     name = names.NODE_UNSCHEDULABLE
 
     def __init__(self) -> None:

@@ -30,7 +30,14 @@ from scheduler.framework.cluster_event import (
 )
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
-from scheduler.framework.interfaces import BatchFilterResult, IntArray, PreFilterResult
+from scheduler.framework.interfaces import (
+    BatchFilterPlugin,
+    BatchFilterResult,
+    EnqueueExtensions,
+    IntArray,
+    PreFilterPlugin,
+    PreFilterResult,
+)
 from scheduler.framework.status import Code, Status
 from scheduler.model.csi import CSINodeInfo
 from scheduler.model.pod import PodInfo
@@ -65,7 +72,7 @@ def _migrated(csi_node: CSINodeInfo | None, plugin: str) -> bool:
     return plugin in csi_node.migrated_plugins.split(",")
 
 
-class NodeVolumeLimits:
+class NodeVolumeLimits(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
     name = names.NODE_VOLUME_LIMITS
 
     def __init__(self, handle: Handle) -> None:

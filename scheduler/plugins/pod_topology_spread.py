@@ -34,9 +34,17 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
 from scheduler.framework.interfaces import (
     MAX_NODE_SCORE,
+    BatchFilterPlugin,
     BatchFilterResult,
+    BatchScorePlugin,
+    EnqueueExtensions,
     IntArray,
+    NormalizeScorePlugin,
+    PreFilterExtensions,
+    PreFilterPlugin,
     PreFilterResult,
+    PreScorePlugin,
+    ScorePlugin,
 )
 from scheduler.framework.status import Code, Status
 from scheduler.model.node import LABEL_HOSTNAME, LABEL_ZONE
@@ -177,12 +185,22 @@ class _ScoreState:
     per_slot: list[IntArray]  # hostname constraints: matching pods per slot
     per_code: list[IntArray | None]  # other constraints: matching pods per domain code
     weights: list[float]
+    snapshot: Snapshot  # the cycle's, for the per-node Score form
 
     def clone(self) -> _ScoreState:
         return self
 
 
-class PodTopologySpread:
+class PodTopologySpread(
+    PreFilterPlugin,
+    PreFilterExtensions,
+    BatchFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+    BatchScorePlugin,
+    NormalizeScorePlugin,
+    EnqueueExtensions,
+):
     name = names.POD_TOPOLOGY_SPREAD
 
     def __init__(self, args: PodTopologySpreadArgs, handle: Handle) -> None:
@@ -349,7 +367,9 @@ class PodTopologySpread:
             per_code = np.where(domains, per_code, 0).astype(np.int64)
             per_code_list.append(np.append(per_code, 0))
         state.write(
-            _SCORE_KEY, _ScoreState(constraints, ignored, per_slot_list, per_code_list, weights)
+            _SCORE_KEY, _ScoreState(
+                constraints, ignored, per_slot_list, per_code_list, weights, snapshot
+            )
         )
         return Status.success()
 
@@ -373,9 +393,9 @@ class PodTopologySpread:
 
     def score(self, state: CycleState, pod: PodInfo, view: NodeView) -> tuple[int, Status]:
         s: _ScoreState = state.read(_SCORE_KEY)
-        snap = self._handle.snapshot
-        slot = snap.slot_of(view.name) if snap is not None else None
-        if snap is None or slot is None or s.ignored[slot]:
+        snap = s.snapshot
+        slot = snap.slot_of(view.name)
+        if slot is None or s.ignored[slot]:
             return 0, Status.success()
         return int(
             self._raw_scores(s, snap.table, np.array([slot], dtype=np.int64))[0]

@@ -6,11 +6,14 @@ from typing import Any
 
 from scheduler.config import names
 from scheduler.framework.handle import Handle
-from scheduler.framework.interfaces import QueuedPod
+from scheduler.framework.interfaces import (
+    QueuedPod,
+    QueueSortPlugin,
+)
 from scheduler.model.pod import PodInfo
 
 
-class PrioritySort:
+class PrioritySort(QueueSortPlugin):
     name = names.PRIORITY_SORT
 
     def less(self, a: QueuedPod, b: QueuedPod) -> bool:

@@ -7,6 +7,10 @@ from typing import Any
 from scheduler.config import names
 from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
 from scheduler.framework.handle import Handle
+from scheduler.framework.interfaces import (
+    EnqueueExtensions,
+    PreEnqueuePlugin,
+)
 from scheduler.framework.status import Status
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.helpers import QUEUE, SKIP, event
@@ -18,7 +22,7 @@ def _gates_removed(pod: PodInfo, old: Any, new: Any) -> Any:
     return SKIP
 
 
-class SchedulingGates:
+class SchedulingGates(PreEnqueuePlugin, EnqueueExtensions):
     name = names.SCHEDULING_GATES
 
     def pre_enqueue(self, pod: PodInfo) -> Status:

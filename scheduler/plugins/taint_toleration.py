@@ -20,7 +20,16 @@ from scheduler.config import names
 from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
-from scheduler.framework.interfaces import BatchFilterResult, IntArray
+from scheduler.framework.interfaces import (
+    BatchFilterPlugin,
+    BatchFilterResult,
+    BatchScorePlugin,
+    EnqueueExtensions,
+    IntArray,
+    NormalizeScorePlugin,
+    PreScorePlugin,
+    ScorePlugin,
+)
 from scheduler.framework.status import Status
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
@@ -55,7 +64,14 @@ def _prefer_count(taints: tuple[Taint, ...], pod: PodInfo) -> int:
     return sum(1 for t in taints if t.effect == PREFER_NO_SCHEDULE and not tolerates(tols, t))
 
 
-class TaintToleration:
+class TaintToleration(
+    BatchFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+    BatchScorePlugin,
+    NormalizeScorePlugin,
+    EnqueueExtensions,
+):
     name = names.TAINT_TOLERATION
 
     def __init__(self) -> None:

@@ -34,9 +34,17 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
 from scheduler.framework.interfaces import (
     MAX_NODE_SCORE,
+    BatchFilterPlugin,
     BatchFilterResult,
+    BatchScorePlugin,
+    EnqueueExtensions,
     IntArray,
+    PreBindPlugin,
+    PreFilterPlugin,
     PreFilterResult,
+    PreScorePlugin,
+    ReservePlugin,
+    ScorePlugin,
 )
 from scheduler.framework.status import Code, Status
 from scheduler.model.csi import CSIDriverInfo, CSINodeInfo, CSIStorageCapacityInfo
@@ -104,7 +112,16 @@ def _go_div(a: int, b: int) -> int:
     return q if (a >= 0) == (b > 0) else -q
 
 
-class VolumeBinding:
+class VolumeBinding(
+    PreFilterPlugin,
+    BatchFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+    BatchScorePlugin,
+    ReservePlugin,
+    PreBindPlugin,
+    EnqueueExtensions,
+):
     name = names.VOLUME_BINDING
 
     def __init__(self, args: VolumeBindingArgs, handle: Handle) -> None:

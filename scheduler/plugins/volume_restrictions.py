@@ -24,7 +24,15 @@ from scheduler.framework.cluster_event import (
 )
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
-from scheduler.framework.interfaces import BatchFilterResult, IntArray, PreFilterResult
+from scheduler.framework.interfaces import (
+    BatchFilterPlugin,
+    BatchFilterResult,
+    EnqueueExtensions,
+    IntArray,
+    PreFilterExtensions,
+    PreFilterPlugin,
+    PreFilterResult,
+)
 from scheduler.framework.status import Code, Status
 from scheduler.model.pod import PodInfo
 from scheduler.model.volume import READ_WRITE_ONCE_POD, PVCInfo
@@ -67,7 +75,12 @@ def _pvc_keys_in_use(snapshot: Snapshot) -> set[str]:
     return used
 
 
-class VolumeRestrictions:
+class VolumeRestrictions(
+    PreFilterPlugin,
+    PreFilterExtensions,
+    BatchFilterPlugin,
+    EnqueueExtensions,
+):
     name = names.VOLUME_RESTRICTIONS
 
     def __init__(self, handle: Handle) -> None:

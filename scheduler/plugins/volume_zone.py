@@ -24,7 +24,14 @@ from scheduler.framework.cluster_event import (
 )
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
-from scheduler.framework.interfaces import BatchFilterResult, IntArray, PreFilterResult
+from scheduler.framework.interfaces import (
+    BatchFilterPlugin,
+    BatchFilterResult,
+    EnqueueExtensions,
+    IntArray,
+    PreFilterPlugin,
+    PreFilterResult,
+)
 from scheduler.framework.status import Code, Status
 from scheduler.model.pod import PodInfo
 from scheduler.model.volume import (
@@ -68,7 +75,7 @@ def pv_topologies(pv: PVInfo) -> tuple[PVTopology, ...]:
     return tuple(out)
 
 
-class VolumeZone:
+class VolumeZone(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
     name = names.VOLUME_ZONE
 
     def __init__(self, handle: Handle) -> None:

@@ -35,7 +35,12 @@ until its own status patch (step 2) is written: a retry that bound it first woul
 that nominatedNodeName patch into a 422 ("may not be set on pods that are already bound
 to a node") and a failed preemption.
 
-Sync mode (`run_inline`) awaits the same steps inside the cycle, without the gate.
+Sync mode runs the same task; DefaultPreemption hands it to the loop, which awaits it
+before the next pod.
+
+The executor reaches the scheduling queue and the pods waiting at Permit only through
+the framework handle of the preemption it runs (`start(decision, message, handle)`), as
+upstream's executor goes through its framework handle.
 
 All bookkeeping is touched only from the event loop thread; nothing here blocks.
 """
@@ -46,13 +51,15 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from scheduler.client.errors import ApiError, Conflict, LeaseNotHeld, NotFound
 from scheduler.client.events import NORMAL, ObjectRef, pod_ref
 from scheduler.clock import SYSTEM_CLOCK, Clock
+from scheduler.config.names import DEFAULT_PREEMPTION
+from scheduler.framework.waiting_pods import WaitingPods
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model.pod import (
     CONDITION_DISRUPTION_TARGET,
@@ -107,11 +114,14 @@ class EventSink(Protocol):
     ) -> None: ...
 
 
-# activate(pods): move these pods to activeQ now (SchedulingQueue.activate)
-Activate = Callable[[Sequence[PodInfo]], None]
-# reject_waiting(victim, message) -> True when the victim was waiting at Permit and is
-# now rejected in memory (no API call needed)
-RejectWaiting = Callable[[PodInfo, str], bool]
+class PreemptionHandle(Protocol):
+    """What a preemption task needs of its framework handle (framework.Handle is one):
+    activate(pods) moves pods to activeQ now; waiting_pods lets it reject a victim held
+    at Permit in memory (no API call)."""
+
+    @property
+    def waiting_pods(self) -> WaitingPods: ...
+    def activate(self, pods: Iterable[PodInfo]) -> None: ...
 
 
 def _still_running(pod: PodInfo | None) -> bool:
@@ -154,6 +164,7 @@ class _Preemption:
     decision: Decision
     message: str
     gated: bool
+    handle: PreemptionHandle
     last_victim: PodInfo | None = None
     # the preemptor's own status patch (step 2) is on its way: its bind must not overtake
     # it (a nominatedNodeName patch on a bound pod is a 422)
@@ -164,16 +175,13 @@ class _Preemption:
 
 class PreemptionExecutor:
     """Shared by every profile of the process, so victim bookkeeping spans all
-    preemptors. `activate` is required (step 7); `reject_waiting` may be None when no
-    Permit plugin can make pods wait."""
+    preemptors."""
 
     def __init__(
         self,
         writer: PodWriter,
         events: EventSink,
         *,
-        activate: Activate,
-        reject_waiting: RejectWaiting | None = None,
         pod_lookup: Callable[[str], PodInfo | None] | None = None,
         metrics: SchedulerMetrics | None = None,
         settings: ExecutorSettings | None = None,
@@ -187,8 +195,6 @@ class PreemptionExecutor:
         # handled as that call's failure: the task fails, the preemptor is requeued)
         self._fence = fence or (lambda operation: True)
         self._events = events
-        self._activate = activate
-        self._reject_waiting = reject_waiting
         # uid -> the pod as the cache shows it now (None: gone); without it only the
         # last victim is watched (by the gate's own lookup)
         self._pod_lookup = pod_lookup
@@ -289,10 +295,13 @@ class PreemptionExecutor:
 
     # ------------------------------------------------------------------ async mode
 
-    def start(self, decision: Decision, message: str = "") -> asyncio.Task[bool]:
+    def start(
+        self, decision: Decision, message: str, handle: PreemptionHandle
+    ) -> asyncio.Task[bool]:
         """Start the background task for `decision` (needs a running event loop).
-        `message` goes into the preemptor's PodScheduled condition. The task's result is
-        True on success; it never raises (but is cancelled by shutdown)."""
+        `message` goes into the preemptor's PodScheduled condition; `handle` is the
+        preemptor's framework handle. The task's result is True on success; it never
+        raises (but is cancelled by shutdown)."""
         if self._closed:
             raise RuntimeError("PreemptionExecutor is shut down")
         uid = decision.preemptor.uid
@@ -301,7 +310,7 @@ class PreemptionExecutor:
         self._awaiting.pop(uid, None)
         self._cancel_retry(uid)
         gated = any(self.needs_call(v) for v in decision.victims)
-        p = _Preemption(decision, message, gated)
+        p = _Preemption(decision, message, gated, handle)
         self._running[uid] = p
         task = asyncio.create_task(self._background(p), name=f"preempt-{decision.preemptor.key}")
         p.task = task
@@ -357,7 +366,7 @@ class PreemptionExecutor:
             )
         # steps 6 and 7: requeue on error (at once, unless it keeps failing), re-activate
         # always (the nomination stays in the nominator either way)
-        self._requeue(preemptor, delay)
+        self._requeue(p, delay)
 
     def _next_retry(self, preemptor: PodInfo, result: str, cancelled: bool) -> float:
         """Seconds until the preemptor is re-activated: 0 after a success, a cancellation
@@ -375,21 +384,23 @@ class PreemptionExecutor:
         delay: float = self.settings.retry_initial * float(2 ** (n - 2))
         return min(delay, self.settings.retry_max)
 
-    def _requeue(self, preemptor: PodInfo, delay: float) -> None:
+    def _requeue(self, p: _Preemption, delay: float) -> None:
+        preemptor = p.decision.preemptor
         self._cancel_retry(preemptor.uid)
         if delay > 0 and not self._closed:
-            handle = asyncio.get_running_loop().call_later(delay, self._retry, preemptor)
-            self._retries[preemptor.uid] = handle
+            timer = asyncio.get_running_loop().call_later(delay, self._retry, p)
+            self._retries[preemptor.uid] = timer
             return
-        try:
-            self._activate([preemptor])
-        except Exception:
-            log.exception("activating the preemptor failed preemptor=%s", preemptor.key)
+        self._activate(p)
 
-    def _retry(self, preemptor: PodInfo) -> None:
-        self._retries.pop(preemptor.uid, None)
+    def _retry(self, p: _Preemption) -> None:
+        self._retries.pop(p.decision.preemptor.uid, None)
+        self._activate(p)
+
+    def _activate(self, p: _Preemption) -> None:
+        preemptor = p.decision.preemptor
         try:
-            self._activate([preemptor])
+            p.handle.activate([preemptor])
         except Exception:
             log.exception("activating the preemptor failed preemptor=%s", preemptor.key)
 
@@ -416,34 +427,6 @@ class PreemptionExecutor:
     def _set_goroutines(self) -> None:
         if self._metrics is not None:
             self._metrics.goroutines.labels(operation=OPERATION).set(len(self._running))
-
-    # ------------------------------------------------------------------ sync mode
-
-    async def run_inline(self, decision: Decision, message: str = "") -> bool:
-        """Sync mode: the same steps, awaited by the caller (the scheduling cycle). No
-        gate (the loop waits anyway); metrics and the final activation as in async mode."""
-        p = _Preemption(decision, message, gated=False)
-        self._awaiting.pop(decision.preemptor.uid, None)
-        self._cancel_retry(decision.preemptor.uid)
-        start = self._clock.now()
-        result = RESULT_ERROR
-        cancelled = False
-        try:
-            ok = await self._steps(p)
-            result = RESULT_SUCCESS if ok else RESULT_ERROR
-            return ok
-        except asyncio.CancelledError:
-            cancelled = True
-            raise
-        finally:
-            elapsed = self._clock.now() - start
-            self._await_last_victim(p, result)
-            if self._metrics is not None:
-                self._metrics.preemption_goroutines_execution.labels(result=result).inc()
-                self._metrics.preemption_goroutines_duration.labels(result=result).observe(elapsed)
-            self._requeue(
-                decision.preemptor, self._next_retry(decision.preemptor, result, cancelled)
-            )
 
     # ------------------------------------------------------------------ the steps
 
@@ -477,7 +460,7 @@ class PreemptionExecutor:
         if cleared:
             # our queue ignores status-only updates: let them look for another node now
             with contextlib.suppress(Exception):
-                self._activate(cleared)
+                p.handle.activate(cleared)
 
         # 2. the preemptor's status, with its nomination
         try:
@@ -548,7 +531,7 @@ class PreemptionExecutor:
                 d.preemptor.key,
             )
             return True
-        if self._reject_waiting is not None and self._reject_waiting(victim, REJECTED_AT_PERMIT):
+        if p.handle.waiting_pods.reject(victim.uid, DEFAULT_PREEMPTION, REJECTED_AT_PERMIT):
             log.info(
                 "rejected waiting pod preemptor=%s victim=%s node=%s",
                 d.preemptor.key,

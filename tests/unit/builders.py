@@ -434,18 +434,14 @@ def make_framework(
     multiPoint; `args` maps plugin name -> raw args dict."""
     from scheduler.config import names
     from scheduler.config.args import parse_plugin_args
-    from scheduler.framework import Framework, Profile
+    from scheduler.framework import Framework, profile_for
     from scheduler.plugins.registry import in_tree_registry
 
     refs = tuple(r for r in names.DEFAULT_MULTI_POINT if r.name != names.DEFAULT_PREEMPTION)
     if plugins is not None:
         refs = tuple(names.PluginRef(p) for p in plugins)
     parsed = {n: parse_plugin_args(n, a, n) for n, a in (args or {}).items()}
-    profile = Profile(
-        plugins={names.MULTI_POINT: refs},
-        plugin_args=parsed,
-        percentage_of_nodes_to_score=percentage,
-    )
+    profile = profile_for(refs, plugin_args=parsed, percentage_of_nodes_to_score=percentage)
     return Framework(profile, in_tree_registry(), handle)
 
 

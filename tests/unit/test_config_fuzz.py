@@ -29,8 +29,8 @@ from scheduler.config import (
 )
 from scheduler.framework import CycleState, FitError, Framework, ScheduleResult, schedule_pod
 from scheduler.framework.registry import Registry
-from scheduler.plugins import default_preemption
 from scheduler.plugins.registry import in_tree_registry
+from scheduler.preemption import default_preemption
 from tests.config_corpus import FULL, _parse_path, _walk
 
 FUZZ = settings(
@@ -120,7 +120,6 @@ def _registry(cfg: SchedulerConfiguration) -> Registry:
 
 def assert_runs(cfg: SchedulerConfiguration) -> None:
     """What the process does with an accepted configuration, minus the cluster."""
-    from scheduler.app import framework_profile
 
     le = cfg.leader_election
     if le.leader_elect:
@@ -135,7 +134,7 @@ def assert_runs(cfg: SchedulerConfiguration) -> None:
         weights = [r.weight for r in profile.enabled(names.SCORE)]
         assert all(0 < w <= INT32_MAX for w in weights)
         assert sum(weights) * 100 < 1 << 63
-        fw = Framework(framework_profile(cfg, i), _registry(cfg))
+        fw = Framework(cfg.profiles[i], _registry(cfg))
         pod = make_pod("p").requests(cpu="100m").obj()
         result = schedule_pod(fw, CycleState(), pod, snapshot, Nominator())
         assert isinstance(result, ScheduleResult | FitError)

@@ -12,7 +12,6 @@ import pytest
 from builders import make_node, make_pod, make_snapshot
 from test_leader_election import LeaseStore, VirtualTime
 
-from scheduler.app import framework_profile
 from scheduler.cache import Nominator
 from scheduler.config import ConfigError, SchedulerConfiguration, config_from_dict, names
 from scheduler.framework import (
@@ -23,6 +22,7 @@ from scheduler.framework import (
     Status,
     schedule_pod,
 )
+from scheduler.framework.interfaces import BatchScorePlugin
 from scheduler.leader import LeaderElectionSettings, LeaderElector
 from scheduler.plugins.registry import in_tree_registry
 
@@ -55,7 +55,7 @@ def test_the_loader_stops_at_int32_weights() -> None:
 
 
 def test_a_cycle_with_the_largest_weights_schedules() -> None:
-    fw = Framework(framework_profile(_max_weight_config(INT32_MAX), 0), in_tree_registry())
+    fw = Framework(_max_weight_config(INT32_MAX).profiles[0], in_tree_registry())
     assert set(fw.weights.values()) == {INT32_MAX}
     nodes = [make_node("a").label("zone", "x"), make_node("b"), make_node("c")]
     snap = make_snapshot(nodes, [make_pod("busy").requests(cpu="3").node("c")])
@@ -77,7 +77,7 @@ def test_added_affinity_with_the_largest_term_weights_schedules() -> None:
         "pluginConfig": [{"name": "NodeAffinity", "args": {"addedAffinity": {
             "preferredDuringSchedulingIgnoredDuringExecution": [term] * 1000}}}],
     }])  # fmt: skip
-    fw = Framework(framework_profile(cfg, 0), in_tree_registry())
+    fw = Framework(cfg.profiles[0], in_tree_registry())
     snap = make_snapshot([make_node("a").label("zone", "x"), make_node("b")])
     result = schedule_pod(fw, CycleState(), make_pod("p").obj(), snap, Nominator())
     assert isinstance(result, ScheduleResult)
@@ -87,7 +87,7 @@ def test_added_affinity_with_the_largest_term_weights_schedules() -> None:
             "preferredDuringSchedulingIgnoredDuringExecution": [{**term, "weight": -1}]}}}]}])  # fmt: skip
 
 
-class _FullMarks:
+class _FullMarks(BatchScorePlugin):
     """A score plugin that gives every node the maximum normalized score."""
 
     def __init__(self, name: str) -> None:
@@ -100,7 +100,7 @@ class _FullMarks:
 def test_the_worst_case_total_fits_int64() -> None:
     """Every score plugin at its largest accepted weight and a full 100: the weighted total
     (upstream sums in int64 and caps at MaxTotalScore = int64 max) is exact."""
-    fw = Framework(framework_profile(_max_weight_config(INT32_MAX), 0), in_tree_registry())
+    fw = Framework(_max_weight_config(INT32_MAX).profiles[0], in_tree_registry())
     fw.score_plugins = [_FullMarks(n) for n in SCORE_PLUGINS]
     slots = np.arange(3, dtype=np.int64)
     total, _, status = fw.run_score(CycleState(), None, None, slots)

@@ -15,15 +15,17 @@ from builders import make_framework, make_node, make_pod, make_snapshot
 
 from scheduler.cache import Nominator
 from scheduler.config import names
+from scheduler.config.plugins import default_implements
 from scheduler.framework import (
     CycleState,
     FitError,
     Framework,
     PreFilterResult,
-    Profile,
+    profile_for,
     schedule_pod,
 )
 from scheduler.framework.diagnosis import fit_error_message, status_histogram
+from scheduler.framework.interfaces import FilterPlugin, PostFilterPlugin, PreFilterPlugin
 from scheduler.framework.status import Code, Status
 from scheduler.plugins.registry import in_tree_registry
 
@@ -142,7 +144,7 @@ def test_profile_order_is_followed_when_configured_differently() -> None:
 # ---------------------------------------------------------------- PreFilter run
 
 
-class _Narrow:
+class _Narrow(PreFilterPlugin, FilterPlugin):
     """A PreFilter plugin narrowing the nodes to a fixed set, or rejecting."""
 
     def __init__(self, name: str, nodes: frozenset[str] | None, status: Status) -> None:
@@ -164,7 +166,14 @@ def _framework_with(*plugins: _Narrow, in_tree: list[str] | None = None) -> Fram
         registry.register(p.name, lambda args, handle, p=p: p)
     refs = tuple(names.PluginRef(p.name) for p in plugins)
     refs += tuple(names.PluginRef(n) for n in in_tree or ())
-    return Framework(Profile(plugins={names.MULTI_POINT: refs}), registry)
+    ours = {p.name for p in plugins}
+
+    def implements(name: str) -> frozenset[str]:
+        if name in ours:
+            return frozenset({names.PRE_FILTER, names.FILTER})
+        return default_implements(name)
+
+    return Framework(profile_for(refs, implements=implements), registry)
 
 
 @pytest.mark.parametrize(
@@ -229,9 +238,10 @@ def test_a_pre_filter_rejection_ends_post_filter_with_upstreams_not_found() -> N
     fw = _framework_with(_Narrow("A", None, Status.unresolvable("nope")))
     fw.post_filter_plugins = [_NeverCalled()]
     state = CycleState()
-    err = schedule_pod(fw, state, make_pod("p").obj(), make_snapshot([make_node("n1")]))
+    snap = make_snapshot([make_node("n1")])
+    err = schedule_pod(fw, state, make_pod("p").obj(), snap)
     assert isinstance(err, FitError)
-    _, st = fw.run_post_filter(state, make_pod("p").obj(), err.diagnosis)
+    _, st = fw.run_post_filter(state, make_pod("p").obj(), snap, err.diagnosis)
     assert (st.code, st.message(), st.plugin) == (Code.ERROR, "not found", "DynamicResources")
     err.diagnosis.post_filter_msg = st.message()
     assert err.message() == "0/1 nodes are available: nope. not found"
@@ -242,26 +252,31 @@ def test_an_unschedulable_pre_filter_status_still_reaches_post_filter() -> None:
     called: list[str] = []
     fw.post_filter_plugins = [_Recording(called)]
     state = CycleState()
-    err = schedule_pod(fw, state, make_pod("p").obj(), make_snapshot([make_node("n1")]))
+    snap = make_snapshot([make_node("n1")])
+    err = schedule_pod(fw, state, make_pod("p").obj(), snap)
     assert isinstance(err, FitError)
-    fw.run_post_filter(state, make_pod("p").obj(), err.diagnosis)
+    fw.run_post_filter(state, make_pod("p").obj(), snap, err.diagnosis)
     assert called == ["post_filter"]
 
 
-class _NeverCalled:
+class _NeverCalled(PostFilterPlugin):
     name = "Never"
 
-    def post_filter(self, state: Any, pod: Any, diagnosis: Any) -> tuple[Any, Status]:
+    def post_filter(
+        self, state: Any, pod: Any, snapshot: Any, diagnosis: Any
+    ) -> tuple[Any, Status]:
         raise AssertionError("PostFilter must not run")
 
 
-class _Recording:
+class _Recording(PostFilterPlugin):
     name = "Recording"
 
     def __init__(self, calls: list[str]) -> None:
         self.calls = calls
 
-    def post_filter(self, state: Any, pod: Any, diagnosis: Any) -> tuple[Any, Status]:
+    def post_filter(
+        self, state: Any, pod: Any, snapshot: Any, diagnosis: Any
+    ) -> tuple[Any, Status]:
         self.calls.append("post_filter")
         return None, Status.unschedulable()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 from builders import make_framework, make_node, make_pod, make_snapshot
 
 from scheduler.cache import Nominator
-from scheduler.config import names
+from scheduler.config import ConfigError, names
 from scheduler.framework import (
     CycleState,
     FitError,
@@ -18,10 +19,10 @@ from scheduler.framework import (
     FrameworkError,
     Handle,
     NodeDryRun,
-    Profile,
     ScheduleResult,
     SearchState,
     num_feasible_nodes_to_find,
+    profile_for,
     schedule_pod,
 )
 from scheduler.framework.status import Code
@@ -242,20 +243,27 @@ def test_multi_point_expansion_weights_and_errors() -> None:
     assert fw.queue_sort_plugin.name == "PrioritySort"
     assert [p.name for p in fw.pre_enqueue_plugins] == ["SchedulingGates"]
     specific = Framework(
-        Profile(plugins={
-            names.MULTI_POINT: (names.PluginRef("NodeResourcesFit"), names.PluginRef("ImageLocality")),
-            names.SCORE: (names.PluginRef("ImageLocality", 5),),
-        }),
+        profile_for(
+            (names.PluginRef("NodeResourcesFit"), names.PluginRef("ImageLocality")),
+            points={names.SCORE: (names.PluginRef("ImageLocality", 5),)},
+        ),
         in_tree_registry(),
-    )  # fmt: skip
+    )
     assert [p.name for p in specific.score_plugins] == ["ImageLocality", "NodeResourcesFit"]
     assert specific.weights == {"ImageLocality": 5, "NodeResourcesFit": 1}
     with pytest.raises(FrameworkError, match="not registered"):
-        Framework(Profile(), in_tree_registry())  # DefaultPreemption comes from another layer
+        Framework(profile_for(), in_tree_registry())  # DefaultPreemption: another layer
+    # the configuration's table refuses a plugin at a point it does not serve...
+    with pytest.raises(ConfigError, match="does not implement the score extension point"):
+        profile_for((), points={names.SCORE: (names.PluginRef("NodePorts"),)})
+    # ...and the framework refuses a plugin whose class does not declare the point's
+    # Protocol, whatever a profile says
+    wrong = dataclasses.replace(
+        profile_for(()),
+        extension_points={names.SCORE: (names.PluginRef("NodePorts", 1),)},
+    )
     with pytest.raises(FrameworkError, match="does not extend"):
-        Framework(
-            Profile(plugins={names.SCORE: (names.PluginRef("NodePorts"),)}), in_tree_registry()
-        )
+        Framework(wrong, in_tree_registry())
 
 
 def test_every_rejecting_plugin_registers_events() -> None:

@@ -251,7 +251,7 @@ async def test_the_executor_sends_no_delete_or_status_patch_when_the_fence_is_cl
         return False
 
     h.executor._fence = closed
-    ok = await h.executor.start(decision([pod("v1"), pod("v2")]))
+    ok = await h.start(decision([pod("v1"), pod("v2")]))
     assert not ok
     assert h.api.calls == []
     assert FENCED_PATCH in asked and FENCED_DELETE not in asked  # the patch failed first
@@ -269,7 +269,7 @@ async def test_the_executor_checks_the_fence_before_each_victim_delete() -> None
         return operation in allowed
 
     h.executor._fence = fence
-    ok = await h.executor.start(decision([pod("v1", marked=True)]))
+    ok = await h.start(decision([pod("v1", marked=True)]))
     assert not ok
     assert h.api.called("delete") == []
     assert asked[-1] == FENCED_DELETE

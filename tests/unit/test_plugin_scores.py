@@ -16,7 +16,6 @@ MI = 2**20
 
 def scores(fw: Any, pod: Any, snap: Any) -> dict[str, dict[str, int]]:
     state = CycleState()
-    fw.handle.snapshot = snap
     fw.run_pre_filter(state, pod, snap)
     slots = snap.live_slots()
     assert fw.run_pre_score(state, pod, snap, slots).ok

@@ -6,7 +6,7 @@ Interleavings are forced with per-call gates (asyncio.Event), never by sleeping.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -95,6 +95,10 @@ class Harness:
     waiting: set[str]
     clock: FakeClock
     activation: asyncio.Event  # set at each activation
+    handle: Any = None  # the preemptor's framework handle, as DefaultPreemption passes it
+
+    def start(self, d: Decision, message: str = "") -> asyncio.Task[bool]:
+        return self.executor.start(d, message, self.handle)
 
     def sample(self, name: str, **labels: str) -> float | None:
         return self.metrics.registry.get_sample_value(name, labels)
@@ -114,21 +118,25 @@ def harness(
     waiting: set[str] = set()
     activation = asyncio.Event()
 
-    def activate(pods: Sequence[PodInfo]) -> None:
-        activated.append([p.name for p in pods])
-        activation.set()
+    class WaitingVictims:
+        """The framework's waiting pods, as the executor uses them (reject by uid)."""
 
-    def reject(victim: PodInfo, message: str) -> bool:
-        if victim.uid in waiting:
-            waiting.discard(victim.uid)
-            return True
-        return False
+        def reject(self, uid: str, plugin: str, message: str) -> bool:
+            if uid in waiting:
+                waiting.discard(uid)
+                return True
+            return False
+
+    class FrameworkHandle:
+        waiting_pods = WaitingVictims()
+
+        def activate(self, pods: Iterable[PodInfo]) -> None:
+            activated.append([p.name for p in pods])
+            activation.set()
 
     ex = PreemptionExecutor(
         api,
         events,
-        activate=activate,
-        reject_waiting=reject,
         pod_lookup=pod_lookup,
         metrics=metrics,
         settings=ExecutorSettings(
@@ -136,7 +144,9 @@ def harness(
         ),
         clock=clock,
     )
-    return Harness(api, events, metrics, ex, activated, waiting, clock, activation)
+    return Harness(
+        api, events, metrics, ex, activated, waiting, clock, activation, FrameworkHandle()
+    )
 
 
 def pod(name: str, prio: int = 1, **kw: Any) -> PodInfo:
@@ -164,7 +174,7 @@ async def test_steps_run_in_the_contract_order() -> None:
     h = harness()
     lower = make_pod("lower").priority(5).nominated("n1").obj()
     v1, v2, last = pod("v1", 3), pod("v2", 2), pod("last", 1)
-    ok = await h.executor.start(decision([v1, v2, last], [lower]), "0/3 nodes are available")
+    ok = await h.start(decision([v1, v2, last], [lower]), "0/3 nodes are available")
     assert ok
     keys = h.api.called()
     assert keys[0] == ("patch", "default/lower")
@@ -215,7 +225,7 @@ async def test_the_last_victim_is_recorded_before_it_is_preempted() -> None:
 
     h.api.on_call = on_call
     last = pod("last", 1)
-    await h.executor.start(decision([pod("v1", 2), last]))
+    await h.start(decision([pod("v1", 2), last]))
     assert seen[0] == (None, True)  # while the others run, nothing is recorded
     assert seen[-1] == (last, True)
     # after a success the last victim stays recorded, and the preemptor gated, until the
@@ -231,7 +241,7 @@ async def test_the_last_victim_is_recorded_before_it_is_preempted() -> None:
 async def test_a_failed_task_does_not_keep_its_preemptor_gated() -> None:
     h = harness()
     h.api.fail[("delete", "default/last")] = ServerError(500, "InternalError", "boom")
-    await h.executor.start(decision([pod("v1", 2), pod("last", 1)]))
+    await h.start(decision([pod("v1", 2), pod("last", 1)]))
     assert not h.executor.is_gated(PREEMPTOR.uid)
     assert h.executor.last_victim(PREEMPTOR.uid) is None
 
@@ -246,7 +256,7 @@ async def test_a_preemptor_whose_tasks_keep_failing_is_reactivated_later_each_ti
     for expected in (0.0, 0.05, 0.1, 0.1):
         h.activation.clear()
         t0 = loop.time()
-        await h.executor.start(decision([pod("v")]))
+        await h.start(decision([pod("v")]))
         await asyncio.wait_for(h.activation.wait(), 2)
         waits.append(loop.time() - t0)
         assert expected <= waits[-1] < expected + 0.5, (expected, waits)
@@ -254,17 +264,17 @@ async def test_a_preemptor_whose_tasks_keep_failing_is_reactivated_later_each_ti
     # a success resets the count: the next failure re-activates at once again
     del h.api.fail[("delete", "default/v")]
     before = len(h.activated)
-    await h.executor.start(decision([pod("v2")]))
+    await h.start(decision([pod("v2")]))
     h.api.fail[("delete", "default/v3")] = ServerError(403, "Forbidden", "refused")
-    await h.executor.start(decision([pod("v3")]))
+    await h.start(decision([pod("v3")]))
     assert len(h.activated) == before + 2  # the success's, then the failure's, at once
 
 
 async def test_shutdown_cancels_a_delayed_reactivation() -> None:
     h = harness(retry_initial=0.05)
     h.api.fail[("delete", "default/v")] = ServerError(403, "Forbidden", "refused")
-    await h.executor.start(decision([pod("v")]))
-    await h.executor.start(decision([pod("v")]))
+    await h.start(decision([pod("v")]))
+    await h.start(decision([pod("v")]))
     before = len(h.activated)
     await h.executor.shutdown(1.0)
     await asyncio.sleep(0.1)
@@ -273,7 +283,7 @@ async def test_shutdown_cancels_a_delayed_reactivation() -> None:
 
 async def test_an_awaited_last_victim_is_forgotten_after_the_ttl() -> None:
     h = harness()
-    await h.executor.start(decision([pod("last", 1)]))
+    await h.start(decision([pod("last", 1)]))
     assert h.executor.is_gated(PREEMPTOR.uid)
     h.clock.advance(h.executor.settings.issued_delete_ttl + 1)
     assert not h.executor.is_gated(PREEMPTOR.uid)
@@ -282,7 +292,7 @@ async def test_an_awaited_last_victim_is_forgotten_after_the_ttl() -> None:
 async def test_a_single_victim_is_the_last_one() -> None:
     h = harness()
     only = pod("only")
-    assert await h.executor.start(decision([only]))
+    assert await h.start(decision([only]))
     assert h.api.called()[1:] == [("patch", "default/only"), ("delete", "default/only")]
 
 
@@ -315,7 +325,7 @@ async def test_victim_failures(
 ) -> None:
     h = harness()
     h.api.fail.update(fail)
-    assert await h.executor.start(decision([pod("v1", 2), pod("last", 1)])) is ok, case
+    assert await h.start(decision([pod("v1", 2), pod("last", 1)])) is ok, case
     assert [k for k in h.api.called() if k[1] == "default/last"] == calls_for_last, case
     if ("patch", "default/v1") in fail and isinstance(fail[("patch", "default/v1")], NotFound):
         assert ("delete", "default/v1") not in h.api.called(), case
@@ -330,7 +340,7 @@ async def test_after_a_failure_no_further_victims_are_started() -> None:
     h = harness(max_parallel=1)
     h.api.fail[("delete", "default/v1")] = ServerError(500, "InternalError", "boom")
     victims = [pod("v1", 5), pod("v2", 4), pod("v3", 3), pod("last", 1)]
-    assert not await h.executor.start(decision(victims))
+    assert not await h.start(decision(victims))
     touched = {k for _, k in h.api.called()}
     assert "default/v1" in touched
     assert not touched & {"default/v2", "default/v3", "default/last"}
@@ -340,7 +350,7 @@ async def test_clearing_a_nomination_fails_but_the_task_goes_on() -> None:
     h = harness()
     lower = make_pod("lower").priority(5).nominated("n1").obj()
     h.api.fail[("patch", "default/lower")] = ServerError(500, "InternalError", "boom")
-    assert not await h.executor.start(decision([pod("v1")], [lower]))
+    assert not await h.start(decision([pod("v1")], [lower]))
     assert ("delete", "default/v1") in h.api.called()
     assert h.sample("scheduler_preemption_goroutines_execution_total", result="error") == 1
     assert h.activated == [["hi"]]  # nothing cleared, so only the preemptor
@@ -349,7 +359,7 @@ async def test_clearing_a_nomination_fails_but_the_task_goes_on() -> None:
 async def test_a_deleted_preemptor_preempts_nobody() -> None:
     h = harness()
     h.api.fail[("patch", "default/hi")] = NotFound(404, "NotFound", "gone")
-    assert not await h.executor.start(decision([pod("v1")]))
+    assert not await h.start(decision([pod("v1")]))
     assert h.api.called() == [("patch", "default/hi")]
     assert h.activated == [["hi"]]
 
@@ -357,7 +367,7 @@ async def test_a_deleted_preemptor_preempts_nobody() -> None:
 async def test_a_failed_preemptor_status_patch_does_not_stop_the_victims() -> None:
     h = harness()
     h.api.fail[("patch", "default/hi")] = ServerError(503, "ServiceUnavailable", "later")
-    assert not await h.executor.start(decision([pod("v1")]))
+    assert not await h.start(decision([pod("v1")]))
     assert ("delete", "default/v1") in h.api.called()
 
 
@@ -368,7 +378,7 @@ async def test_terminating_victims_get_no_call_and_gate_only_the_status_patch() 
     h = harness()
     h.api.hold[("patch", "default/hi")] = written = asyncio.Event()
     d = decision([pod("t1", 2, terminating=True), pod("t2", 1, terminating=True)])
-    task = h.executor.start(d)
+    task = h.start(d)
     assert h.executor.is_running(PREEMPTOR.uid)
     # its own status patch is on its way: a retry that bound it first would make that
     # nominatedNodeName patch a 422 on a bound pod
@@ -384,7 +394,7 @@ async def test_terminating_victims_get_no_call_and_gate_only_the_status_patch() 
 
 async def test_a_victim_with_the_condition_already_is_only_deleted() -> None:
     h = harness()
-    assert await h.executor.start(decision([pod("v1", marked=True)]))
+    assert await h.start(decision([pod("v1", marked=True)]))
     assert h.api.called()[1:] == [("delete", "default/v1")]
 
 
@@ -392,7 +402,7 @@ async def test_a_victim_waiting_at_permit_is_rejected_in_memory() -> None:
     h = harness()
     waiting = pod("waiting", 2)
     h.waiting.add(waiting.uid)
-    assert await h.executor.start(decision([waiting, pod("last", 1)]))
+    assert await h.start(decision([waiting, pod("last", 1)]))
     assert [k for _, k in h.api.called()] == ["default/hi", "default/last", "default/last"]
     assert not h.waiting  # rejected
     assert sorted(e[0] for e in h.events.events) == ["last", "waiting"]
@@ -408,10 +418,10 @@ async def test_two_preemptors_never_delete_the_same_victim_twice() -> None:
     h.api.hold[("delete", "default/shared")] = gate
     first_pre = make_pod("p1").priority(100).obj()
     second_pre = make_pod("p2").priority(100).obj()
-    t1 = h.executor.start(decision([shared], preemptor=first_pre))
+    t1 = h.start(decision([shared], preemptor=first_pre))
     h.api.entered[("delete", "default/shared")] = entered = asyncio.Event()
     await entered.wait()  # the first DELETE is on the wire
-    t2 = h.executor.start(decision([pod("other", 1), shared], preemptor=second_pre))
+    t2 = h.start(decision([pod("other", 1), shared], preemptor=second_pre))
     assert h.executor.is_gated(second_pre.uid)  # it waits for a call in flight
     for _ in range(5):
         await asyncio.sleep(0)
@@ -423,7 +433,7 @@ async def test_two_preemptors_never_delete_the_same_victim_twice() -> None:
     # a third preemptor deciding before the informer shows the deletionTimestamp
     third = make_pod("p3").priority(100).obj()
     assert not h.executor.needs_call(shared)
-    assert await h.executor.start(decision([shared], preemptor=third))
+    assert await h.start(decision([shared], preemptor=third))
     assert h.api.called("delete").count(("delete", "default/shared")) == 1
 
 
@@ -433,10 +443,10 @@ async def test_a_failed_shared_delete_fails_both_preemptors_and_can_be_retried()
     gate = asyncio.Event()
     h.api.hold[("delete", "default/shared")] = gate
     h.api.fail[("delete", "default/shared")] = ServerError(500, "InternalError", "boom")
-    t1 = h.executor.start(decision([shared], preemptor=make_pod("p1").priority(9).obj()))
+    t1 = h.start(decision([shared], preemptor=make_pod("p1").priority(9).obj()))
     h.api.entered[("delete", "default/shared")] = entered = asyncio.Event()
     await entered.wait()
-    t2 = h.executor.start(decision([shared], preemptor=make_pod("p2").priority(9).obj()))
+    t2 = h.start(decision([shared], preemptor=make_pod("p2").priority(9).obj()))
     gate.set()
     assert not await t1 and not await t2
     assert h.executor.needs_call(shared) and not h.executor.delete_issued(shared.uid)
@@ -445,7 +455,7 @@ async def test_a_failed_shared_delete_fails_both_preemptors_and_can_be_retried()
 async def test_a_remembered_delete_is_forgotten_after_the_ttl() -> None:
     h = harness()
     v = pod("v")
-    await h.executor.start(decision([v]))
+    await h.start(decision([v]))
     assert h.executor.delete_issued(v.uid)
     h.clock.advance(ExecutorSettings().issued_delete_ttl + 1)
     assert not h.executor.delete_issued(v.uid)
@@ -457,7 +467,7 @@ async def test_a_remembered_delete_is_forgotten_after_the_ttl() -> None:
 async def test_victims_are_preempted_with_bounded_concurrency() -> None:
     h = harness(max_parallel=2)
     victims = [pod(f"v{i}", 10 - i) for i in range(7)]
-    assert await h.executor.start(decision(victims))
+    assert await h.start(decision(victims))
     assert h.api.max_active == 2
     assert h.api.called("delete")[-1] == ("delete", "default/v6")
 
@@ -467,7 +477,7 @@ async def test_metrics_record_the_real_result_and_duration() -> None:
     h.api.cost = 0.25  # every call takes 250 ms of (fake) time
     gate = asyncio.Event()
     h.api.hold[("delete", "default/last")] = gate
-    task = h.executor.start(decision([pod("v1", 2), pod("last", 1)]))
+    task = h.start(decision([pod("v1", 2), pod("last", 1)]))
     h.api.entered[("delete", "default/last")] = entered = asyncio.Event()
     await entered.wait()
     assert h.sample("scheduler_goroutines", operation="preemption") == 1
@@ -487,31 +497,20 @@ async def test_starting_twice_for_one_preemptor_is_refused() -> None:
     h = harness()
     gate = asyncio.Event()
     h.api.hold[("patch", "default/hi")] = gate
-    task = h.executor.start(decision([pod("v1")]))
+    task = h.start(decision([pod("v1")]))
     with pytest.raises(RuntimeError, match="already running"):
-        h.executor.start(decision([pod("v2")]))
+        h.start(decision([pod("v2")]))
     gate.set()
     await task
 
 
-# ---------------------------------------------------------------- sync mode, shutdown
-
-
-async def test_sync_mode_awaits_the_same_calls_without_a_gate() -> None:
-    h = harness()
-    lower = make_pod("lower").priority(5).nominated("n1").obj()
-    assert await h.executor.run_inline(decision([pod("v1", 2), pod("last", 1)], [lower]))
-    assert h.api.called()[:2] == [("patch", "default/lower"), ("patch", "default/hi")]
-    assert h.api.called()[-2:] == [("patch", "default/last"), ("delete", "default/last")]
-    assert not h.executor.is_running(PREEMPTOR.uid)
-    assert h.sample("scheduler_preemption_goroutines_execution_total", result="success") == 1
-    assert h.activated[-1] == ["hi"]
+# ---------------------------------------------------------------- shutdown
 
 
 async def test_shutdown_cancels_a_stuck_task_which_still_finishes_cleanly() -> None:
     h = harness()
     h.api.hold[("delete", "default/v1")] = asyncio.Event()  # never set
-    task = h.executor.start(decision([pod("v1")]))
+    task = h.start(decision([pod("v1")]))
     h.api.entered[("delete", "default/v1")] = entered = asyncio.Event()
     await entered.wait()
     assert await h.executor.shutdown(grace=0.01) == 1
@@ -522,12 +521,12 @@ async def test_shutdown_cancels_a_stuck_task_which_still_finishes_cleanly() -> N
     assert h.sample("scheduler_goroutines", operation="preemption") == 0
     assert not h.executor.delete_issued(pod("v1").uid)
     with pytest.raises(RuntimeError, match="shut down"):
-        h.executor.start(decision([pod("v2")]))
+        h.start(decision([pod("v2")]))
 
 
 async def test_shutdown_lets_running_tasks_finish_within_the_grace() -> None:
     h = harness()
-    task = h.executor.start(decision([pod("v1")]))
+    task = h.start(decision([pod("v1")]))
     assert await h.executor.shutdown(grace=5) == 0
     assert task.result() is True
 
@@ -543,7 +542,7 @@ async def test_shutdown_lets_running_tasks_finish_within_the_grace() -> None:
 async def test_an_already_terminating_victim_is_never_the_one_the_gate_watches() -> None:
     h = harness()
     running, terminating = pod("v1", 2), pod("old", 1, terminating=True)
-    assert await h.executor.start(decision([running, terminating]))
+    assert await h.start(decision([running, terminating]))
     assert h.api.called()[1:] == [("patch", "default/v1"), ("delete", "default/v1")]
     # the cache has not shown v1 leaving yet: no retry, whatever "old" does
     assert h.executor.is_gated(PREEMPTOR.uid)
@@ -557,8 +556,8 @@ async def test_after_success_every_preempted_victim_must_be_seen_leaving() -> No
     cache.update({v1.uid: v1, shared.uid: shared})
     other = make_pod("other").priority(100).scheduler("kas").obj()
     # another preemptor deleted "shared" first: this task skips its call
-    assert await h.executor.start(decision([shared], preemptor=other))
-    assert await h.executor.start(decision([v1, shared]))
+    assert await h.start(decision([shared], preemptor=other))
+    assert await h.start(decision([v1, shared]))
     assert [k for _, k in h.api.called()].count("default/shared") == 2  # one patch, one DELETE
     assert h.executor.is_gated(PREEMPTOR.uid)
     # the informer shows the earlier deletion first (it was written first)

@@ -16,19 +16,20 @@ from scheduler.client.events import ObjectRef
 from scheduler.clock import FakeClock
 from scheduler.config import names
 from scheduler.config.args import DefaultPreemptionArgs
-from scheduler.framework import CycleState, FitError, Framework, Profile, schedule_pod
+from scheduler.framework import CycleState, FitError, Framework, Handle, profile_for, schedule_pod
 from scheduler.framework.cluster_event import EventResource, QueueingHint
 from scheduler.framework.registry import Registry
 from scheduler.framework.status import Code
+from scheduler.loop import record_nominations
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model.pod import PodInfo
-from scheduler.plugins.default_preemption import (
+from scheduler.plugins.registry import in_tree_registry
+from scheduler.preemption.default_preemption import (
     MSG_WAITING,
     DefaultPreemption,
     PreemptionServices,
     factory,
 )
-from scheduler.plugins.registry import in_tree_registry
 from scheduler.preemption.executor import PreemptionExecutor
 from scheduler.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, SchedulingQueue
 
@@ -77,17 +78,28 @@ class World:
     activated: list[str]
     clock: FakeClock
     queue: SchedulingQueue[PodInfo] | None = None
+    last_result: Any = None
 
     def cycle(self, pod: PodInfo, direct: bool = False) -> tuple[Any, Any]:
         """schedule_pod, then PostFilter through the framework (or the plugin itself,
-        to see a result the runtime drops on failure)."""
+        to see a result the runtime drops on failure), then what the loop does with
+        the result: the nominations go into the nominator (loop.record_nominations)."""
         snapshot = self.cache.new_snapshot()
         state = CycleState()
         fit = schedule_pod(self.framework, state, pod, snapshot, self.nominator)
         assert isinstance(fit, FitError), "the test pod must not fit anywhere"
         if direct:
-            return self.plugin.post_filter(state, pod, fit.diagnosis)
-        return self.framework.run_post_filter(state, pod, fit.diagnosis)
+            result, status = self.plugin.post_filter(state, pod, snapshot, fit.diagnosis)
+        else:
+            result, status = self.framework.run_post_filter(state, pod, snapshot, fit.diagnosis)
+        if result is not None and result.nominated_node_name and not status.ok:
+            result = replace(result, nominated_node_name=None)  # as the loop
+        record_nominations(self.nominator, pod, result)
+        self.last_result = result
+        return result, status
+
+    def preempting(self, pod: PodInfo) -> bool:
+        return self.executor.is_running(pod.uid)
 
     def sample(self, name: str, **labels: str) -> float | None:
         return self.metrics.registry.get_sample_value(name, labels)
@@ -117,12 +129,14 @@ def world(
     api, metrics, activated, clock = Api(), SchedulerMetrics(), [], FakeClock()
     holder: dict[str, SchedulingQueue[PodInfo]] = {}
 
-    def activate(pods: Any) -> None:
-        activated.extend(p.name for p in pods)
-        if "q" in holder:
-            holder["q"].activate(pods)
+    class Activator:
+        def activate(self, pods: Any) -> None:
+            pods = list(pods)
+            activated.extend(p.name for p in pods)
+            if "q" in holder:
+                holder["q"].activate(pods)
 
-    executor = PreemptionExecutor(api, Events(), activate=activate, metrics=metrics)
+    executor = PreemptionExecutor(api, Events(), metrics=metrics)
     services = PreemptionServices(
         executor=executor,
         own_schedulers=own,
@@ -131,10 +145,15 @@ def world(
         rand=lambda n: 0,
     )
     registry = in_tree_registry().merge(Registry({names.DEFAULT_PREEMPTION: factory(services)}))
-    profile = Profile(plugin_args={names.DEFAULT_PREEMPTION: DefaultPreemptionArgs(mode=mode)})
-    fw = Framework(profile, registry)
+    profile = profile_for(
+        plugin_args={names.DEFAULT_PREEMPTION: DefaultPreemptionArgs(mode=mode)}
+    )
+    nominator = Nominator()
+    fw = Framework(profile, registry, Handle(nominator=nominator))
+    fw.set_pod_activator(Activator())
     plugin = fw.plugin(names.DEFAULT_PREEMPTION)
-    w = World(cache, Nominator(), fw, plugin, executor, api, metrics, activated, clock)
+    assert isinstance(plugin, DefaultPreemption)
+    w = World(cache, nominator, fw, plugin, executor, api, metrics, activated, clock)
     if with_queue:
         q: SchedulingQueue[PodInfo] = SchedulingQueue(
             pre_enqueue=fw.run_pre_enqueue,
@@ -163,7 +182,7 @@ async def test_post_filter_decides_nominates_and_starts_the_task() -> None:
     assert status.ok and result is not None and result.nominated_node_name == "n0"
     assert w.nominator.nominated_node(pod) == "n0"  # in memory, before any API call
     assert w.api.calls == []  # nothing on the wire inside the cycle
-    assert w.plugin.is_preempting(pod)
+    assert w.preempting(pod)
     assert w.sample("scheduler_preemption_attempts_total") == 1
     assert w.sample("scheduler_preemption_victims_count") == 1
     assert w.sample("scheduler_preemption_victims_sum") == 3  # 3 of the 4 pods of 900m
@@ -171,7 +190,7 @@ async def test_post_filter_decides_nominates_and_starts_the_task() -> None:
     deleted = [k for v, k in w.api.calls if v == "delete"]
     assert sorted(deleted[:2]) == ["v0-1", "v0-2"]
     assert deleted[-1] == "v0-0"  # the least important goes last
-    assert not w.plugin.is_preempting(pod)
+    assert not w.preempting(pod)
     assert w.activated[-1] == "hi"
 
 
@@ -218,7 +237,7 @@ async def test_post_filter_without_preemption(
     else:
         assert result is None, case
         assert w.nominator.nominated_node(pod) == "n1", case
-    assert not w.plugin.is_preempting(pod)
+    assert not w.preempting(pod)
     assert w.sample("scheduler_preemption_attempts_total") == 1
     assert w.sample("scheduler_preemption_victims_count") == 0
 
@@ -248,7 +267,9 @@ async def test_a_second_post_filter_while_preempting_does_not_preempt_again() ->
     pod = high()
     w.cycle(pod)
     result, status = w.cycle(pod)
-    assert result is None and status.message() == MSG_WAITING
+    assert status.message() == MSG_WAITING
+    # no nomination change, and the running task writes the pod's status
+    assert result.nominated_node_name is None and result.status_by_task
     gate.set()
     await asyncio.gather(*w.executor._tasks)
 
@@ -289,7 +310,7 @@ async def test_every_victim_already_terminating_gates_only_until_the_status_is_w
     pod = high()
     result, status = w.cycle(pod)
     assert status.ok and result is not None
-    assert w.plugin.is_preempting(pod)  # the task still writes its status
+    assert w.preempting(pod)  # the task still writes its status
     assert not w.plugin.pre_enqueue(pod).ok  # not before that patch is written
     await asyncio.gather(*w.executor._tasks)
     assert w.plugin.pre_enqueue(pod).ok
@@ -421,28 +442,29 @@ async def test_sync_mode_settle_waits_for_the_api_calls() -> None:
     pod = high()
     result, status = w.cycle(pod)
     assert status.ok and result is not None and result.nominated_node_name == "n0"
-    settle = asyncio.create_task(w.plugin.settle())
+    assert result.settle is not None  # Sync: the loop awaits the task before the next pod
+    settle = asyncio.ensure_future(result.settle)
     for _ in range(10):
         await asyncio.sleep(0)
     assert not settle.done()
     gate.set()
     await settle
-    assert not w.plugin.is_preempting(pod)
+    assert not w.preempting(pod)
     assert sorted(k for v, k in w.api.calls if v == "delete") == ["v0-0", "v0-1", "v0-2"]
 
 
 async def test_async_mode_settle_returns_at_once() -> None:
     w = world(nodes=1)
     w.api.hold[("delete", "v0-0")] = gate = asyncio.Event()
-    w.cycle(high())
-    await asyncio.wait_for(w.plugin.settle(), 1)
+    result, _ = w.cycle(high())
+    assert result.settle is None  # Async: the loop does not wait
     gate.set()
     await asyncio.gather(*w.executor._tasks)
 
 
 def test_factory_rejects_foreign_args() -> None:
     services = PreemptionServices(
-        executor=PreemptionExecutor(Api(), Events(), activate=lambda pods: None),
+        executor=PreemptionExecutor(Api(), Events()),
         own_schedulers=frozenset(),
         pod_lookup=lambda uid: None,
     )

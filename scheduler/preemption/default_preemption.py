@@ -2,43 +2,51 @@
 cluster events that re-check gated preemptors (KEP-4832, asynchronous preemption).
 
 PostFilter runs in the scheduling cycle and makes no API call: the evaluator picks a
-node and victims on the cycle's snapshot (Filter through the framework's NodeDryRun),
-the nomination preemptor -> node goes into the nominator at once (so pods of lower or
-equal priority scheduled next cannot take the space), and the executor starts the
-background task. The preemptor is not bound in this cycle: it goes back to the queue
-with its nomination.
+node and victims on the cycle's snapshot (Filter through the framework's NodeDryRun)
+and the executor starts the background task. The plugin writes no nomination itself: its
+PostFilterResult names the node (and the lower-priority nominations that no longer
+hold), and the scheduling loop, the nominator's only writer, records them before the
+next pod, so pods of lower or equal priority scheduled next cannot take the space. The
+preemptor is not bound in this cycle: it goes back to the queue with its nomination.
 
 PreEnqueue keeps the preemptor out of activeQ while its task runs, so it is not retried
 and cannot preempt the same victims twice; the gate opens once the task has recorded
 its last victim and that victim is gone from the cache or terminating (or when the task
 ends: the executor then activates the preemptor, always).
 
-Mode Sync: the same decision and the same task; the loop awaits `settle()` after the
-cycle, so the API calls are waited for before the next pod (for side-by-side numbers).
+Mode Sync: the same decision and the same task; the result hands the task to the loop
+as `settle`, so the API calls are waited for before the next pod (side-by-side numbers).
 
 The plugin needs, besides its args and the framework handle, a `PreemptionServices`
 (shared by all profiles): the executor, the schedulerNames of this process's profiles
 (victim scope), a pod lookup in the cache, and the PDB lister. Register it with
 `registry.register(names.DEFAULT_PREEMPTION, default_preemption.factory(services))`.
+It lives in the preemption package, beside the evaluator and the executor it drives,
+so imports point down (plugins and framework below, never up).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.cache.node_view import NodeView
+from scheduler.cache.snapshot import Snapshot
 from scheduler.config import names
 from scheduler.config.args import MODE_SYNC, DefaultPreemptionArgs
 from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.diagnosis import Diagnosis, FitError
 from scheduler.framework.handle import Handle
-from scheduler.framework.interfaces import PostFilterResult
+from scheduler.framework.interfaces import (
+    EnqueueExtensions,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreEnqueuePlugin,
+)
 from scheduler.framework.schedule import NodeDryRun
 from scheduler.framework.status import Code, Status
 from scheduler.metrics import SchedulerMetrics
@@ -88,12 +96,7 @@ def _prefixed(status: Status, plugin: str) -> Status:
     return Status(status.code, reasons, status.plugin or plugin, status.error)
 
 
-class _NoNominations:
-    def nominated_pods_for_node(self, node_name: str, /) -> Iterable[PodInfo]:
-        return ()
-
-
-class DefaultPreemption:
+class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin, EnqueueExtensions):
     name = names.DEFAULT_PREEMPTION
 
     def __init__(
@@ -107,33 +110,28 @@ class DefaultPreemption:
             args, services.own_schedulers, rand=services.rand, policy=services.victim_policy
         )
         self.sync = args.mode == MODE_SYNC
-        self._to_settle: list[asyncio.Task[bool]] = []
 
     # ------------------------------------------------------------------ PostFilter
 
     def post_filter(
-        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status]:
         metrics = self.services.metrics
         if metrics is not None:
             metrics.preemption_attempts.inc()
         if self.executor.is_running(pod.uid):
-            # normally gated; reachable only through a forced activation mid-task
-            return None, Status.unschedulable(MSG_WAITING, plugin=self.name)
-        snapshot = self.handle.snapshot
-        if snapshot is None:
-            return None, Status.from_error(
-                RuntimeError("PostFilter without a cycle snapshot"), plugin=self.name
+            # normally gated; reachable only through a forced activation mid-task. The
+            # task writes the pod's status.
+            return PostFilterResult(status_by_task=True), Status.unschedulable(
+                MSG_WAITING, plugin=self.name
             )
         nominator = self.handle.nominator
-        nominated = (nominator.nominated_node(pod) if nominator else None) or (
-            pod.nominated_node_name
-        )
+        nominated = nominator.nominated_node(pod) or pod.nominated_node_name
         evaluation = self.evaluator.evaluate(
             pod,
             diagnosis.node_to_status(),
             snapshot,
-            nominator if nominator is not None else _NoNominations(),
+            nominator,
             self.services.pdbs(),
             self._fit(state),
             nominated_node=nominated,
@@ -143,17 +141,10 @@ class DefaultPreemption:
         if decision is None:
             status = _prefixed(evaluation.status, self.name)
             if evaluation.clear_nomination:
-                if nominator is not None:
-                    nominator.remove(pod)
                 # upstream: a result with an empty node clears nominatedNodeName
                 return PostFilterResult(""), status
             return None, status
 
-        # record the decision in memory before anything else can run
-        if nominator is not None:
-            nominator.add(pod, decision.node)
-            for lower in decision.lower_priority_nominated:
-                nominator.remove(lower)
         if metrics is not None:
             metrics.preemption_victims.observe(len(decision.victims))
         # upstream Preempt's success message; the pod's PodScheduled message carries it
@@ -177,14 +168,20 @@ class DefaultPreemption:
             decision.num_pdb_violations,
             self.args.mode,
         )
-        task = self.executor.start(decision, message)
-        if self.sync:
-            self._to_settle.append(task)
-        return PostFilterResult(decision.node), placed
+        task = self.executor.start(decision, message, self.handle)
+        result = PostFilterResult(
+            decision.node,
+            cleared=tuple(decision.lower_priority_nominated),
+            status_by_task=True,
+            settle=task if self.sync else None,
+        )
+        return result, placed
 
     def _fit(self, state: CycleState) -> FitCheck:
         framework = self.handle.framework
         nominator = self.handle.nominator
+        if framework is None:
+            raise RuntimeError("DefaultPreemption needs the handle of a Framework")
 
         def open_dry_run(pod: PodInfo, node: NodeLike, /) -> DryRun:
             if not isinstance(node, NodeView):
@@ -192,18 +189,6 @@ class DefaultPreemption:
             return NodeDryRun(framework, state, pod, node, nominator)
 
         return open_dry_run
-
-    async def settle(self) -> None:
-        """Sync mode: await the preemption(s) started by this cycle. A no-op in Async
-        mode. The loop calls it after each cycle, before the next pop."""
-        while self._to_settle:
-            task = self._to_settle.pop()
-            await asyncio.gather(task, return_exceptions=True)
-
-    def is_preempting(self, pod: PodInfo) -> bool:
-        """A preemption task for this pod runs: it writes the pod's status (PodScheduled
-        and nominatedNodeName), so the loop must not."""
-        return self.executor.is_running(pod.uid)
 
     # ------------------------------------------------------------------ PreEnqueue
 
