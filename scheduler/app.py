@@ -494,7 +494,6 @@ class SchedulerApp:
         await self.loop.drain_binds(SHUTDOWN_GRACE if not self._lost_lease else 0.0)
         await self.executor.shutdown(SHUTDOWN_GRACE if not self._lost_lease else 0.0)
         await self.status_writer.drain(SHUTDOWN_GRACE)
-        await self.dispatcher.drain(SHUTDOWN_GRACE)
         await self.events.stop(2.0)
         if self.policies is not None:
             await self.policies.stop()

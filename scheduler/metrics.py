@@ -6,8 +6,8 @@ API dispatcher, the binding task, the informers, the preemption policy) carry th
 ``scheduler_`` prefix and a name that says what they count.
 
 Each :class:`SchedulerMetrics` owns a dedicated :class:`CollectorRegistry`, so tests create
-fresh instances and never see each other's samples. The process uses one instance, from
-:func:`default_metrics`; the /metrics endpoint serves ``metrics.registry``.
+fresh instances and never see each other's samples. The process makes one instance (app.py)
+and hands it to every component that records; the /metrics endpoint serves its ``registry``.
 
 Labels are bounded: result/status/extension point/plugin/profile/queue/event names, HTTP
 verbs and codes. Never pod or node names.
@@ -34,7 +34,6 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 __all__ = [
     "SchedulerMetrics",
-    "default_metrics",
     "exponential_buckets",
     "observe_seconds",
 ]
@@ -299,17 +298,6 @@ class SchedulerMetrics:
             namespace=ns,
             registry=r,
         )
-
-
-_DEFAULT: SchedulerMetrics | None = None
-
-
-def default_metrics() -> SchedulerMetrics:
-    """The process-wide instance (created on first use)."""
-    global _DEFAULT
-    if _DEFAULT is None:
-        _DEFAULT = SchedulerMetrics()
-    return _DEFAULT
 
 
 @contextmanager

@@ -67,10 +67,7 @@ class Diagnosis:
 
     def _note(self, status: Status) -> None:
         if status.plugin:
-            if status.code == Code.PENDING:
-                self.pending_plugins.add(status.plugin)
-            else:
-                self.unschedulable_plugins.add(status.plugin)
+            self.unschedulable_plugins.add(status.plugin)
 
     # -- reading
     def node_to_status(self) -> dict[str, Status]:
