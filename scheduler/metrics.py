@@ -204,9 +204,9 @@ class SchedulerMetrics:
             registry=r,
         )
 
-        # --- cache (upstream name scheduler_scheduler_cache_size) ---
+        # --- cache (upstream name) ---
         self.cache_size = Gauge(
-            "scheduler_cache_size",
+            "cache_size",
             "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
             ["type"],
             namespace=ns,
@@ -241,20 +241,24 @@ class SchedulerMetrics:
         )
         self.api_dispatcher_pending = Gauge(
             "api_dispatcher_pending_calls",
-            "API calls queued or running in the dispatcher.",
+            "API calls not finished in the dispatchers (the scheduling one and the leader "
+            "lease's): waiting for a rate-limiter token, a concurrency slot or a retry, or "
+            "sent and waiting for the answer.",
             namespace=ns,
             registry=r,
         )
         self.informer_events = Counter(
             "informer_events_total",
-            "Watch events received by the informers, by resource and type.",
+            "Watch events received by the informers, by resource and type (ADDED, MODIFIED, "
+            "DELETED, BOOKMARK, ERROR).",
             ["resource", "type"],
             namespace=ns,
             registry=r,
         )
         self.informer_relists = Counter(
             "informer_relists_total",
-            "Full re-lists done by the informers (start, 410 Gone, reconnect), by resource.",
+            "Complete LISTs done by the informers, by resource: the first, and one after "
+            "each 410 Gone (the watch window was lost).",
             ["resource"],
             namespace=ns,
             registry=r,

@@ -9,7 +9,10 @@ kube-scheduler:
   server's retry-after), 5xx and transport errors. 4xx answers (409 Conflict, 404
   NotFound, 403 Forbidden, 422 Invalid, ...) are final and raised at once;
 - an `on_request(verb, resource, code)` callback per attempt (code "<error>" when no
-  answer came), for scheduler_api_requests_total, and `on_latency(verb, resource, s)`.
+  answer came), for scheduler_api_requests_total, and `on_latency(verb, resource, s)`
+  (from the wait for a token to the answer) for scheduler_api_request_duration_seconds;
+- `statistics().pending_calls`: calls not finished yet (waiting for a token, a slot or a
+  retry, or on the wire), for scheduler_api_dispatcher_pending_calls.
 
 Operations are coroutines; the caller decides where they run (the loop's binding tasks,
 the preemption executor's tasks, the status writer), so the dispatcher keeps no tasks.
@@ -116,6 +119,7 @@ class DispatcherSettings:
 @dataclass(frozen=True, slots=True)
 class DispatcherStatistics:
     in_flight: int
+    pending_calls: int
     calls: int
     retries: int
     failures: int
@@ -147,6 +151,7 @@ class Dispatcher:
         self._sleep = sleep
         self._rand = rand
         self._in_flight = 0
+        self._pending = 0  # calls inside call(): waiting for a token, a slot or a retry, or sent
         self._calls = self._retries = self._failures = 0
         # the leader-election fence for writes only the leader may make (fenced=True):
         # called with "verb resource" right before each attempt is sent; False means
@@ -172,11 +177,31 @@ class Dispatcher:
         call checks `self.fence` after the rate limiter and the concurrency slot, the
         last moment before the request leaves: a wait there must not carry a write
         past the end of our lease."""
+        self._calls += 1
+        self._pending += 1
+        try:
+            return await self._attempts(
+                verb, resource, method, path, query, body, content_type, retry, fenced
+            )
+        finally:
+            self._pending -= 1
+
+    async def _attempts(
+        self,
+        verb: str,
+        resource: str,
+        method: str,
+        path: str,
+        query: Query | None,
+        body: Any,
+        content_type: str,
+        retry: bool,
+        fenced: bool,
+    ) -> Response:
         attempts = self.settings.max_attempts if retry else 1
         backoff = Backoff(
             self.settings.retry_initial, self.settings.retry_max, jitter=0.5, rand=self._rand
         )
-        self._calls += 1
         attempt = 0
         while True:
             attempt += 1
@@ -226,6 +251,7 @@ class Dispatcher:
     def statistics(self) -> DispatcherStatistics:
         return DispatcherStatistics(
             in_flight=self._in_flight,
+            pending_calls=self._pending,
             calls=self._calls,
             retries=self._retries,
             failures=self._failures,

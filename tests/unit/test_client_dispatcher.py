@@ -253,6 +253,8 @@ async def test_the_concurrency_bound_holds() -> None:
         await asyncio.sleep(0)
     assert peak == 2
     assert d.statistics().in_flight == 2
+    assert d.statistics().pending_calls == 5  # 2 sent, 3 waiting for a slot
     gate.set()
     await asyncio.gather(*tasks)
     assert d.statistics().in_flight == 0
+    assert d.statistics().pending_calls == 0

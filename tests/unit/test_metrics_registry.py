@@ -27,7 +27,7 @@ UPSTREAM_NAMES = [
     "scheduler_pending_pods",
     "scheduler_queue_incoming_pods_total",
     "scheduler_unschedulable_pods",
-    "scheduler_scheduler_cache_size",
+    "scheduler_cache_size",
 ]
 
 OWN_NAMES = [
