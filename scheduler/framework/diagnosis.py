@@ -38,7 +38,6 @@ class Diagnosis:
         self._all: Status | None = None
         self._cache: dict[str, Status] | None = None
         self.unschedulable_plugins: set[str] = set()
-        self.pending_plugins: set[str] = set()
         self.pre_filter_msg = ""
         self.post_filter_msg = ""
 
