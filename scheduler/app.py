@@ -153,6 +153,9 @@ class SchedulerApp:
             on_request=lambda verb, res, code: m.api_requests.labels(
                 verb=verb, resource=res, code=code
             ).inc(),
+            on_latency=lambda verb, res, s: m.api_request_duration.labels(
+                verb=verb, resource=res
+            ).observe(s),
         )
         self.lease_dispatcher = Dispatcher(
             self.lease_connection,
@@ -160,6 +163,13 @@ class SchedulerApp:
             on_request=lambda verb, res, code: m.api_requests.labels(
                 verb=verb, resource=res, code=code
             ).inc(),
+            on_latency=lambda verb, res, s: m.api_request_duration.labels(
+                verb=verb, resource=res
+            ).observe(s),
+        )
+        dispatchers = (self.dispatcher, self.lease_dispatcher)
+        m.api_dispatcher_pending.set_function(
+            lambda: sum(d.statistics().pending_calls for d in dispatchers)
         )
         # leader-only writes check the lease right before they are sent (leader.py);
         # the elector is attached below when leader election is on
@@ -176,6 +186,12 @@ class SchedulerApp:
             on_dropped=lambda reason: m.events_dropped.labels(reason=reason).inc(),
         )
         self.cache = Cache()
+        # read at scrape time; upstream sets the same three from its cache every second
+        m.cache_size.labels(type="nodes").set_function(self.cache.node_count)
+        m.cache_size.labels(type="pods").set_function(self.cache.pod_count)
+        m.cache_size.labels(type="assumed_pods").set_function(
+            lambda: self.cache.statistics()["assumed_pods"]
+        )
         self.nominator = Nominator()
         self.listers = InMemoryListers()
         self.workloads = WorkloadSelectors()
@@ -269,6 +285,9 @@ class SchedulerApp:
                      _ListerFeed(ls.set_namespace, lambda o: ls.namespaces.pop(o.name, None))),
             *storage_informers(connection, ls, lambda: self.queue),
         ]  # fmt: skip
+        for inf in self._informers():
+            inf.on_list = lambda res: m.informer_relists.labels(resource=res).inc()
+            inf.on_event = lambda res, t: m.informer_events.labels(resource=res, type=t).inc()
         self.status_writer = StatusWriter(
             self.dispatcher.patch_pod_status, metrics=m, is_pending=self._is_pending
         )
@@ -478,7 +497,6 @@ class SchedulerApp:
         await self.loop.drain_binds(SHUTDOWN_GRACE if not self._lost_lease else 0.0)
         await self.executor.shutdown(SHUTDOWN_GRACE if not self._lost_lease else 0.0)
         await self.status_writer.drain(SHUTDOWN_GRACE)
-        await self.dispatcher.drain(SHUTDOWN_GRACE)
         await self.events.stop(2.0)
         if self.policies is not None:
             await self.policies.stop()

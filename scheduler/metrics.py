@@ -6,37 +6,33 @@ API dispatcher, the binding task, the informers, the preemption policy) carry th
 ``scheduler_`` prefix and a name that says what they count.
 
 Each :class:`SchedulerMetrics` owns a dedicated :class:`CollectorRegistry`, so tests create
-fresh instances and never see each other's samples. The process uses one instance, from
-:func:`default_metrics`; the /metrics endpoint serves ``metrics.registry``.
+fresh instances and never see each other's samples. The process makes one instance (app.py)
+and hands it to every component that records; the /metrics endpoint serves its ``registry``.
 
-Labels are bounded: result/status/extension point/plugin/profile/queue/event names, HTTP
-verbs and codes. Never pod or node names.
+Every metric here is recorded somewhere (tests/unit/test_metrics_recorded.py fails on one
+that nothing records): a series that always reads zero misleads whoever alerts on it. So
+upstream's framework_extension_point_duration_seconds and plugin_execution_duration_seconds
+are left out until the framework times its extension points, and permit_wait_duration_seconds
+because no Permit plugin makes a pod wait.
+
+Labels are bounded: result/plugin/profile/queue/event names, resources, watch event types,
+HTTP verbs and codes. Never pod or node names.
 
 Timing coroutines: prometheus-client's ``Histogram.time()`` used as a decorator on an
 ``async def`` times only the creation of the coroutine object (microseconds), not its
-execution. Time inside the coroutine instead::
-
-    with observe_seconds(metrics.scheduling_algorithm_duration.observe):
-        await run_algorithm()
-
-or take ``clock.now()`` before and after and call ``.observe(elapsed)``.
+execution. Take ``clock.now()`` before and after the awaited work and ``.observe()`` the
+difference, as the loop and the preemption executor do.
 
 Buckets are exponential where upstream's are; each is stated with its range below.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 __all__ = [
     "SchedulerMetrics",
-    "default_metrics",
     "exponential_buckets",
-    "observe_seconds",
 ]
 
 NAMESPACE = "scheduler"
@@ -55,18 +51,12 @@ ATTEMPT_BUCKETS = exponential_buckets(0.001, 2, 15)
 SLI_BUCKETS = exponential_buckets(0.01, 2, 20)
 # 1, 2, 4, 8, 16 attempts
 ATTEMPTS_BUCKETS = exponential_buckets(1, 2, 5)
-# 0.1 ms .. 204.8 ms
-EXTENSION_POINT_BUCKETS = exponential_buckets(0.0001, 2, 12)
-# 10 us .. ~0.33 s (upstream: 0.00001 * 1.5^k, 20)
-PLUGIN_BUCKETS = exponential_buckets(0.00001, 1.5, 20)
 # 1 .. 64 victims
 VICTIMS_BUCKETS = exponential_buckets(1, 2, 7)
 # 10 ms .. ~5242 s, as upstream's preemption_goroutines_duration_seconds
 PREEMPTION_TASK_BUCKETS = exponential_buckets(0.01, 2, 20)
 # 1 ms .. ~33 s (API round trips, binding task)
 API_BUCKETS = exponential_buckets(0.001, 2, 16)
-# 1 ms .. ~16 s (Permit wait)
-PERMIT_BUCKETS = exponential_buckets(0.001, 2, 15)
 
 
 class SchedulerMetrics:
@@ -115,30 +105,6 @@ class SchedulerMetrics:
             "Number of attempts to successfully schedule a pod.",
             namespace=ns,
             buckets=ATTEMPTS_BUCKETS,
-            registry=r,
-        )
-        self.framework_extension_point_duration = Histogram(
-            "framework_extension_point_duration_seconds",
-            "Latency for running all plugins of a specific extension point.",
-            ["extension_point", "status", "profile"],
-            namespace=ns,
-            buckets=EXTENSION_POINT_BUCKETS,
-            registry=r,
-        )
-        self.plugin_execution_duration = Histogram(
-            "plugin_execution_duration_seconds",
-            "Duration for running a plugin at a specific extension point (sampled).",
-            ["plugin", "extension_point", "status"],
-            namespace=ns,
-            buckets=PLUGIN_BUCKETS,
-            registry=r,
-        )
-        self.permit_wait_duration = Histogram(
-            "permit_wait_duration_seconds",
-            "Duration of waiting on permit.",
-            ["result"],
-            namespace=ns,
-            buckets=PERMIT_BUCKETS,
             registry=r,
         )
 
@@ -205,9 +171,9 @@ class SchedulerMetrics:
             registry=r,
         )
 
-        # --- cache (upstream name scheduler_scheduler_cache_size) ---
+        # --- cache (upstream name) ---
         self.cache_size = Gauge(
-            "scheduler_cache_size",
+            "cache_size",
             "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
             ["type"],
             namespace=ns,
@@ -242,20 +208,24 @@ class SchedulerMetrics:
         )
         self.api_dispatcher_pending = Gauge(
             "api_dispatcher_pending_calls",
-            "API calls queued or running in the dispatcher.",
+            "API calls not finished in the dispatchers (the scheduling one and the leader "
+            "lease's): waiting for a rate-limiter token, a concurrency slot or a retry, or "
+            "sent and waiting for the answer.",
             namespace=ns,
             registry=r,
         )
         self.informer_events = Counter(
             "informer_events_total",
-            "Watch events received by the informers, by resource and type.",
+            "Watch events received by the informers, by resource and type (ADDED, MODIFIED, "
+            "DELETED, BOOKMARK, ERROR).",
             ["resource", "type"],
             namespace=ns,
             registry=r,
         )
         self.informer_relists = Counter(
             "informer_relists_total",
-            "Full re-lists done by the informers (start, 410 Gone, reconnect), by resource.",
+            "Complete LISTs done by the informers, by resource: the first, and one after "
+            "each 410 Gone (the watch window was lost).",
             ["resource"],
             namespace=ns,
             registry=r,
@@ -299,31 +269,3 @@ class SchedulerMetrics:
             namespace=ns,
             registry=r,
         )
-
-
-_DEFAULT: SchedulerMetrics | None = None
-
-
-def default_metrics() -> SchedulerMetrics:
-    """The process-wide instance (created on first use)."""
-    global _DEFAULT
-    if _DEFAULT is None:
-        _DEFAULT = SchedulerMetrics()
-    return _DEFAULT
-
-
-@contextmanager
-def observe_seconds(
-    observe: Callable[[float], None], now: Callable[[], float] = time.monotonic
-) -> Iterator[None]:
-    """Observe the seconds spent in the block, also when it raises.
-
-    Works inside coroutines (unlike ``Histogram.time()`` as a decorator on ``async def``):
-    ``with observe_seconds(h.labels(result="ok").observe): await call()``. Pass
-    ``now=clock.now`` to time with the injectable clock.
-    """
-    start = now()
-    try:
-        yield
-    finally:
-        observe(now() - start)

@@ -73,10 +73,6 @@ class HealthServer:
         """From now on /readyz fails with "shutdown"."""
         self._shutting_down = True
 
-    @property
-    def shutting_down(self) -> bool:
-        return self._shutting_down
-
     def _shutdown_check(self) -> str | None:
         return "process is shutting down" if self._shutting_down else None
 

@@ -9,10 +9,13 @@ kube-scheduler:
   server's retry-after), 5xx and transport errors. 4xx answers (409 Conflict, 404
   NotFound, 403 Forbidden, 422 Invalid, ...) are final and raised at once;
 - an `on_request(verb, resource, code)` callback per attempt (code "<error>" when no
-  answer came), for scheduler_api_requests_total, and `on_latency(verb, resource, s)`.
+  answer came), for scheduler_api_requests_total, and `on_latency(verb, resource, s)`
+  (from the wait for a token to the answer) for scheduler_api_request_duration_seconds;
+- `statistics().pending_calls`: calls not finished yet (waiting for a token, a slot or a
+  retry, or on the wire), for scheduler_api_dispatcher_pending_calls.
 
-Operations are coroutines; `submit()` runs one as a tracked background task so the
-scheduling loop never waits on the API, and `drain()` lets shutdown finish them.
+Operations are coroutines; the caller decides where they run (the loop's binding tasks,
+the preemption executor's tasks, the status writer), so the dispatcher keeps no tasks.
 
 Bodies are plain dicts: nothing here builds generated model classes. In particular the
 binding goes through the raw helper and checks the HTTP status, because
@@ -27,7 +30,7 @@ import logging
 import random
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from scheduler.client.backoff import Backoff
 from scheduler.client.connection import (
@@ -49,8 +52,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-R = TypeVar("R")
 
 Sleep = Callable[[float], Coroutine[Any, Any, None]]
 
@@ -118,7 +119,7 @@ class DispatcherSettings:
 @dataclass(frozen=True, slots=True)
 class DispatcherStatistics:
     in_flight: int
-    pending_tasks: int
+    pending_calls: int
     calls: int
     retries: int
     failures: int
@@ -149,8 +150,8 @@ class Dispatcher:
         self._clock = clock
         self._sleep = sleep
         self._rand = rand
-        self._tasks: set[asyncio.Task[Any]] = set()
         self._in_flight = 0
+        self._pending = 0  # calls inside call(): waiting for a token, a slot or a retry, or sent
         self._calls = self._retries = self._failures = 0
         # the leader-election fence for writes only the leader may make (fenced=True):
         # called with "verb resource" right before each attempt is sent; False means
@@ -176,11 +177,31 @@ class Dispatcher:
         call checks `self.fence` after the rate limiter and the concurrency slot, the
         last moment before the request leaves: a wait there must not carry a write
         past the end of our lease."""
+        self._calls += 1
+        self._pending += 1
+        try:
+            return await self._attempts(
+                verb, resource, method, path, query, body, content_type, retry, fenced
+            )
+        finally:
+            self._pending -= 1
+
+    async def _attempts(
+        self,
+        verb: str,
+        resource: str,
+        method: str,
+        path: str,
+        query: Query | None,
+        body: Any,
+        content_type: str,
+        retry: bool,
+        fenced: bool,
+    ) -> Response:
         attempts = self.settings.max_attempts if retry else 1
         backoff = Backoff(
             self.settings.retry_initial, self.settings.retry_max, jitter=0.5, rand=self._rand
         )
-        self._calls += 1
         attempt = 0
         while True:
             attempt += 1
@@ -227,39 +248,10 @@ class Dispatcher:
         if self._on_latency is not None:
             self._on_latency(verb, resource, self._clock.now() - started)
 
-    # ---- background tasks ---------------------------------------------------------
-    def submit(self, operation: Coroutine[Any, Any, R], *, name: str) -> asyncio.Task[R]:
-        """Run `operation` as a tracked task. Its failure is logged if no one awaits it."""
-        task = asyncio.create_task(operation, name=name)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-        return task
-
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if task.cancelled():
-            return
-        exc = task.exception()
-        if exc is not None and not isinstance(exc, ApiError):
-            log.error("API task crashed task=%s", task.get_name(), exc_info=exc)
-
-    async def drain(self, grace: float) -> int:
-        """Wait up to `grace` seconds for submitted tasks, then cancel the rest.
-        Returns how many were cancelled."""
-        pending = set(self._tasks)
-        if not pending:
-            return 0
-        _, still = await asyncio.wait(pending, timeout=grace)
-        for task in still:
-            task.cancel()
-        if still:
-            await asyncio.wait(still)
-        return len(still)
-
     def statistics(self) -> DispatcherStatistics:
         return DispatcherStatistics(
             in_flight=self._in_flight,
-            pending_tasks=len(self._tasks),
+            pending_calls=self._pending,
             calls=self._calls,
             retries=self._retries,
             failures=self._failures,

@@ -16,6 +16,10 @@ shape is client-go's reflector + a minimal shared informer:
    mid-stream, a read timeout, 5xx) is logged and retried with capped, jittered
    exponential backoff, from the last resourceVersion.
 
+Observers for metrics, set before `run()`: `on_list(name)` after each complete LIST (the
+first and every re-list), `on_event(name, type)` for each watch event received (ADDED,
+MODIFIED, DELETED, BOOKMARK, ERROR; anything else as "unknown", to keep labels bounded).
+
 Invariants: handlers are synchronous and run on the event loop in event order; a
 handler or `transform` that raises is logged (and `on_transform_error` called) and the
 informer goes on; the store is only changed by this informer; the store's record for a
@@ -52,6 +56,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+# the watch event types of the API (metav1.WatchEvent); others are reported as "unknown"
+WATCH_EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"})
 
 T = TypeVar("T")
 T_contra = TypeVar("T_contra", contravariant=True)
@@ -209,6 +216,9 @@ class Informer(Generic[T]):
         self._resource_version = ""
         self._lists = self._watches = self._events = self._gone = 0
         self._errors = self._transform_errors = self._handler_errors = 0
+        # metric observers (see the module docstring); called with self.name
+        self.on_list: Callable[[str], None] | None = None
+        self.on_event: Callable[[str, str], None] | None = None
 
     # ---- public surface ----------------------------------------------------------
     @property
@@ -348,6 +358,8 @@ class Informer(Generic[T]):
             if not token:
                 break
         self._lists += 1
+        if self.on_list is not None:
+            self.on_list(self.name)
         self._replace(items)
         self._resource_version = resource_version
         log.info(
@@ -405,6 +417,8 @@ class Informer(Generic[T]):
     def _handle(self, event: Raw) -> None:
         kind = event.get("type")
         raw = event.get("object") or {}
+        if self.on_event is not None:
+            self.on_event(self.name, kind if kind in WATCH_EVENT_TYPES else "unknown")
         if kind == "ERROR":
             code = int(raw.get("code") or 0)
             raise error_from_response(code or 500, raw)

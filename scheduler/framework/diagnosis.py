@@ -38,7 +38,6 @@ class Diagnosis:
         self._all: Status | None = None
         self._cache: dict[str, Status] | None = None
         self.unschedulable_plugins: set[str] = set()
-        self.pending_plugins: set[str] = set()
         self.pre_filter_msg = ""
         self.post_filter_msg = ""
 
@@ -67,10 +66,7 @@ class Diagnosis:
 
     def _note(self, status: Status) -> None:
         if status.plugin:
-            if status.code == Code.PENDING:
-                self.pending_plugins.add(status.plugin)
-            else:
-                self.unschedulable_plugins.add(status.plugin)
+            self.unschedulable_plugins.add(status.plugin)
 
     # -- reading
     def node_to_status(self) -> dict[str, Status]:

@@ -293,7 +293,7 @@ def schedule_pod(
                 return ScheduleResult(nominated_node, 1, 1)
             if nst.code != Code.ERROR:
                 nominated_status = (slot, nst)
-                if nst.plugin and nst.code != Code.PENDING:
+                if nst.plugin:
                     # upstream adds it to the very set the absent-nodes message lists
                     absent_plugins.add(nst.plugin)
 

@@ -12,8 +12,9 @@ requeue and backoff:
 - WAIT: Permit asks the pod to wait.
 - SKIP: the plugin has nothing to do for this pod (PreFilter/PreScore); its
   Filter/Score are skipped for the cycle.
-- PENDING: the pod waits for something outside the scheduler (for instance a preemption's
-  API calls); it is not retried until an event says so.
+
+Upstream's seventh code, Pending, is left out: no in-tree plugin returns it (upstream's
+framework only reads it), and this scheduler runs in-tree plugins only.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ class Code(enum.IntEnum):
     UNSCHEDULABLE_AND_UNRESOLVABLE = 3
     WAIT = 4
     SKIP = 5
-    PENDING = 6
 
 
 @dataclass(slots=True)

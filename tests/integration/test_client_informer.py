@@ -145,10 +145,17 @@ async def test_the_informer_survives_an_apiserver_restart_and_a_forced_410(
         summary,
         handler,
         backoff=Backoff(initial=0.2, maximum=1.0),
+        name="gone-pods",
     )
+    # the observers app.py feeds scheduler_informer_relists_total / _events_total with
+    lists_seen: list[str] = []
+    errors_seen: list[str] = []
+    informer.on_list = lists_seen.append
+    informer.on_event = lambda name, kind: errors_seen.append(name) if kind == "ERROR" else None
     task = asyncio.create_task(informer.run())
     async with asyncio.timeout(20):
         await informer.wait_synced()
+    assert lists_seen == ["gone-pods"]
     assert sorted(handler.calls) == [("add", "change"), ("add", "keep"), ("add", "vanish")]
     handler.calls.clear()
 
@@ -175,6 +182,10 @@ async def test_the_informer_survives_an_apiserver_restart_and_a_forced_410(
 
     await until(lambda: informer.statistics().lists > lists_before)
     assert informer.statistics().gone >= 1
+    # the re-list was reported; the 410 came as the apiserver's ERROR event
+    assert lists_seen == ["gone-pods"] * informer.statistics().lists
+    assert len(lists_seen) >= 2
+    assert errors_seen, "the 410 arrives as an ERROR watch event"
     assert sorted(handler.calls) == [("add", "new"), ("delete", "vanish"), ("update", "change")]
     assert sorted(o[0] for o in informer.list()) == ["after-restart", "change", "keep", "new"]
     # and it watches on from the new list

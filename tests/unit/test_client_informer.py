@@ -214,6 +214,35 @@ async def test_a_gone_error_event_relists_and_emits_only_the_differences() -> No
     await h.stop()
 
 
+async def test_observers_see_every_list_and_every_watch_event_by_type() -> None:
+    h = Harness()
+    lists: list[str] = []
+    events: list[tuple[str, str]] = []
+    h.informer.on_list = lists.append
+    h.informer.on_event = lambda name, kind: events.append((name, kind))
+    h.conn.lists.append(page(pod("a", "1"), rv="5"))
+    h.conn.watches.append(
+        [
+            ev("ADDED", pod("b", "6")),
+            ev("BOOKMARK", {"metadata": {"resourceVersion": "7"}}),
+            ev("SURPRISE", pod("c", "8")),
+            gone_event(),
+        ]
+    )
+    h.conn.lists.append(page(pod("a", "1"), rv="9"))
+    h.start()
+    await h.until(lambda: h.informer.statistics().lists == 2)
+    # the first LIST and the re-list after the 410
+    assert lists == ["pods", "pods"]
+    assert events == [
+        ("pods", "ADDED"),
+        ("pods", "BOOKMARK"),
+        ("pods", "unknown"),
+        ("pods", "ERROR"),
+    ]
+    await h.stop()
+
+
 async def test_a_410_status_when_opening_the_watch_also_relists() -> None:
     h = Harness()
     h.conn.lists.append(page(pod("a", "1"), rv="5"))

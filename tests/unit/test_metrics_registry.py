@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from prometheus_client import generate_latest
 
-from scheduler.clock import FakeClock
-from scheduler.metrics import SchedulerMetrics, exponential_buckets, observe_seconds
+from scheduler.metrics import SchedulerMetrics, exponential_buckets
 
 UPSTREAM_NAMES = [
     "scheduler_schedule_attempts_total",
@@ -16,9 +13,6 @@ UPSTREAM_NAMES = [
     "scheduler_scheduling_algorithm_duration_seconds",
     "scheduler_pod_scheduling_sli_duration_seconds",
     "scheduler_pod_scheduling_attempts",
-    "scheduler_framework_extension_point_duration_seconds",
-    "scheduler_plugin_execution_duration_seconds",
-    "scheduler_permit_wait_duration_seconds",
     "scheduler_preemption_attempts_total",
     "scheduler_preemption_victims",
     "scheduler_preemption_goroutines_execution_total",
@@ -27,7 +21,7 @@ UPSTREAM_NAMES = [
     "scheduler_pending_pods",
     "scheduler_queue_incoming_pods_total",
     "scheduler_unschedulable_pods",
-    "scheduler_scheduler_cache_size",
+    "scheduler_cache_size",
 ]
 
 OWN_NAMES = [
@@ -78,7 +72,6 @@ def test_two_instances_do_not_share_samples() -> None:
         ("scheduling_attempt_duration", 0.001, 0.001 * 2**14, 15),
         ("pod_scheduling_sli_duration", 0.01, 0.01 * 2**19, 20),
         ("pod_scheduling_attempts", 1, 16, 5),
-        ("framework_extension_point_duration", 0.0001, 0.0001 * 2**11, 12),
         ("preemption_victims", 1, 64, 7),
     ],
 )
@@ -102,28 +95,6 @@ def test_exponential_buckets(args: tuple[float, float, int], expected: tuple[flo
 def test_exponential_buckets_rejects_nonsense(args: tuple[float, float, int]) -> None:
     with pytest.raises(ValueError):
         exponential_buckets(*args)
-
-
-async def test_observe_seconds_times_the_awaited_body_not_coroutine_creation() -> None:
-    clock = FakeClock()
-    observed: list[float] = []
-
-    async def work() -> None:
-        await asyncio.sleep(0)
-        clock.advance(2.5)
-
-    with observe_seconds(observed.append, now=clock.now):
-        await work()
-    assert observed == [2.5]
-
-
-def test_observe_seconds_observes_when_the_body_raises() -> None:
-    clock = FakeClock()
-    observed: list[float] = []
-    with pytest.raises(RuntimeError), observe_seconds(observed.append, now=clock.now):
-        clock.advance(1.0)
-        raise RuntimeError("boom")
-    assert observed == [1.0]
 
 
 def test_exposition_renders() -> None:
