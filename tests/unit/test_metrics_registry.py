@@ -7,8 +7,8 @@ import asyncio
 import pytest
 from prometheus_client import generate_latest
 
-from scheduler.clock import FakeClock
 from scheduler.metrics import SchedulerMetrics, exponential_buckets, observe_seconds
+from tests.unit.fake_clock import FakeClock
 
 UPSTREAM_NAMES = [
     "scheduler_schedule_attempts_total",

@@ -13,7 +13,6 @@ from builders import make_node, make_pod
 
 from scheduler.cache import Cache, Nominator
 from scheduler.client.events import ObjectRef
-from scheduler.clock import FakeClock
 from scheduler.config import names
 from scheduler.config.args import DefaultPreemptionArgs
 from scheduler.framework import CycleState, FitError, Framework, Profile, schedule_pod
@@ -31,6 +30,7 @@ from scheduler.plugins.default_preemption import (
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.preemption.executor import PreemptionExecutor
 from scheduler.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, SchedulingQueue
+from tests.unit.fake_clock import FakeClock
 
 
 @dataclass
