@@ -150,7 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_run)
 
     demo = sub.add_parser(
-        "demo", help="bring up a local cluster, run the scheduler and a demo workload"
+        "demo",
+        help="bring up a local cluster, run the scheduler and a demo workload (from a checkout)",
     )
     demo.add_argument("--dir", default=".cluster-demo", help="cluster directory")
     demo.add_argument(
@@ -169,7 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_explain(sub)
 
     cl = sub.add_parser(
-        "cluster", help="a local control plane: etcd, kube-apiserver, controller manager, kwok"
+        "cluster",
+        help="a local control plane: etcd, kube-apiserver, controller manager, kwok "
+        "(from a checkout)",
     )
     csub = cl.add_subparsers(dest="cluster_command", required=True)
     up = csub.add_parser("up", help="start a local cluster and create kwok nodes")
