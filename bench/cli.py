@@ -93,8 +93,8 @@ def _progress(message: str, newline: bool) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from scheduler.cluster.binaries import find_binaries
-    from scheduler.cluster.errors import ClusterError
+    from kas_dev.cluster.binaries import find_binaries
+    from kas_dev.cluster.errors import ClusterError
 
     try:
         bins = find_binaries(

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import yaml
 
-from scheduler.cluster.local import LocalCluster
-from scheduler.cluster.nodes import NodeGroup
-from scheduler.cluster.ports import free_port
+from kas_dev.cluster.local import LocalCluster
+from kas_dev.cluster.nodes import NodeGroup
+from kas_dev.cluster.ports import free_port
 
 SCHED = "profile-scheduler"
 

@@ -47,9 +47,9 @@ from bench.workloads import (
     priority_classes,
     warmup_pod,
 )
-from scheduler.cluster.errors import ClusterError
-from scheduler.cluster.local import LocalCluster
-from scheduler.cluster.nodes import node_manifests
+from kas_dev.cluster.errors import ClusterError
+from kas_dev.cluster.local import LocalCluster
+from kas_dev.cluster.nodes import node_manifests
 
 
 @dataclass

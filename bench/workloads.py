@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.cluster.nodes import NodeGroup, Taint
+from kas_dev.cluster.nodes import NodeGroup, Taint
 
 SCHEDULER_NAME = "bench-scheduler"
 NAMESPACE = "bench"

@@ -89,7 +89,7 @@ archive="$IMAGES/kube-async-scheduler-$VERSION-$src_key.docker.tar"
 import_archive() {
   if [ -n "$import_dir" ]; then
     PY="${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}"
-    PYTHONPATH="$PWD" "$PY" -m scheduler.cluster.realnode import-image --dir "$import_dir" "$archive" >&2
+    PYTHONPATH="$PWD" "$PY" -m kas_dev.cluster.realnode import-image --dir "$import_dir" "$archive" >&2
   fi
   echo "$archive"
 }

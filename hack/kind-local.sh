@@ -71,11 +71,11 @@ SM=$(mktemp)
 helm template "$RELEASE" charts/kube-async-scheduler -n "$NS" "${VALUES[@]}" \
   --set serviceMonitor.enabled=true --set serviceMonitor.interval=5s --set serviceMonitor.scrapeTimeout=5s \
   --show-only templates/servicemonitor.yaml > "$SM"
-PYTHONPATH=$PWD "$PY" -m scheduler.cluster.prometheus start --dir "$DIR" \
+PYTHONPATH=$PWD "$PY" -m kas_dev.cluster.prometheus start --dir "$DIR" \
   --service-monitor "$SM" --service "$RELEASE-metrics" --target "127.0.0.1:$PORT"
 rm -f "$SM"
 for _ in $(seq 60); do
-  out=$(PYTHONPATH=$PWD "$PY" -m scheduler.cluster.prometheus query --dir "$DIR" \
+  out=$(PYTHONPATH=$PWD "$PY" -m kas_dev.cluster.prometheus query --dir "$DIR" \
     'sum by (job, result) (scheduler_schedule_attempts_total)')
   grep -q '"scheduled"' <<<"$out" && break
   sleep 2

@@ -21,8 +21,8 @@ BIN_DIR=$(bash hack/install-binaries.sh realnode | tail -n 1)
 printf '    (%ds)\n' $((SECONDS - s))
 export KAS_BIN_DIR="$BIN_DIR"
 step "ruff"
-t .venv/bin/ruff check scheduler tests bench
-step "mypy (strict, the scheduler package)"
+t .venv/bin/ruff check scheduler kas_dev tests bench
+step "mypy (strict: the scheduler package and kas_dev)"
 t .venv/bin/mypy
 step "pytest"
 set +e

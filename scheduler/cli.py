@@ -8,12 +8,12 @@ failure (a binary missing, a port taken, the cluster not starting)."""
 from __future__ import annotations
 
 import argparse
-import json
+import importlib
 import logging
-import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import ModuleType
 
 from scheduler import __version__
 
@@ -22,77 +22,57 @@ EXIT_BAD_INPUT = 2
 DEFAULT_CLUSTER_DIR = ".cluster"
 
 
-def _fail(message: str, code: int) -> int:
+def fail(message: str, code: int) -> int:
     print(f"kube-async-scheduler: error: {message}", file=sys.stderr)
     return code
 
 
-def _cluster_up(args: argparse.Namespace) -> int:
-    from scheduler.cluster.errors import ClusterError
-    from scheduler.cluster.local import LocalCluster
-    from scheduler.cluster.nodes import default_mix, load_node_mix
+# The cluster and demo commands run the development package kas_dev, which sits beside
+# scheduler/ in the repository and is in neither the wheel nor the image (pyproject.toml).
+CHECKOUT_PACKAGE = "kas_dev"
 
+
+def _import_from_checkout(module: str) -> ModuleType | None:
+    """Import `module` of the development package, or None outside a checkout.
+
+    From a checkout the package is importable when the repository root is on sys.path
+    (PYTHONPATH=$PWD, `python -m`); the editable install maps only `scheduler`, so for
+    `.venv/bin/kube-async-scheduler` the root is found next to this package instead. An
+    installed wheel has no kas_dev beside it: None."""
     try:
-        groups = load_node_mix(Path(args.node_mix)) if args.node_mix else default_mix(args.nodes)
-    except ClusterError as exc:
-        return _fail(str(exc), EXIT_BAD_INPUT)
-    # `cluster up` returns and leaves the cluster running: its processes must not be tied
-    # to this short-lived one (the test suite sets this for clusters it starts itself)
-    os.environ.pop("KAS_CLUSTER_DIE_WITH_PARENT", None)
-    try:
-        cluster = LocalCluster(args.dir)
-        cluster.up(
-            groups,
-            apiserver_port=args.apiserver_port,
-            progress=lambda m: print(f"==> {m}", flush=True),
-            real_nodes=args.real_nodes or (1 if args.real_node else 0),
-        )
-    except ClusterError as exc:
-        return _fail(str(exc), EXIT_RUNTIME)
-    st = cluster.status()
-    print(f"kubeconfig: {cluster.kubeconfig}")
-    print(
-        f"api server: {st['api_url']} ({st.get('version')}), nodes Ready: {st.get('nodes_ready')}"
-    )
-    print(f"try:        kubectl --kubeconfig {cluster.kubeconfig} get nodes")
-    return 0
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != CHECKOUT_PACKAGE:
+            raise  # kas_dev is there but one of its own imports is missing
+    root = Path(__file__).resolve().parent.parent
+    if not (root / CHECKOUT_PACKAGE / "__init__.py").is_file():
+        return None
+    sys.path.insert(0, str(root))
+    return importlib.import_module(module)
 
 
-def _cluster_status(args: argparse.Namespace) -> int:
-    from scheduler.cluster.errors import ClusterError
-    from scheduler.cluster.local import LocalCluster
+def _checkout_command(module: str, function: str) -> Callable[[argparse.Namespace], int]:
+    """A subcommand implemented in the development package, imported only when it runs."""
 
-    try:
-        st = LocalCluster(args.dir).status()
-    except ClusterError as exc:
-        return _fail(str(exc), EXIT_RUNTIME)
-    if args.json:
-        print(json.dumps(st, indent=2))
-        return 0 if st["running"] else 3
-    if "components" not in st:
-        print(f"no cluster in {st['dir']}")
-        return 3
-    print(f"cluster in {st['dir']}: {'running' if st['running'] else 'NOT running'}")
-    print(f"  api server  {st['api_url']}  {st.get('version', '')}")
-    print(f"  kubeconfig  {st['kubeconfig']}")
-    for name, c in st["components"].items():
-        print(f"  {name:<24} pid {c['pid'] or '-':>8}  {'running' if c['running'] else 'stopped'}")
-    if "nodes_ready" in st:
-        print(f"  nodes Ready {st['nodes_ready']}")
-    return 0 if st["running"] else 3
+    def run(args: argparse.Namespace) -> int:
+        try:
+            found = _import_from_checkout(module)
+        except ModuleNotFoundError as exc:
+            return fail(
+                f"the {args.command} command needs {exc.name}, an optional dependency: "
+                "install the package with its 'local' extra (pip install -e '.[local]')",
+                EXIT_RUNTIME,
+            )
+        if found is None:
+            return fail(
+                f"the cluster/demo commands need a checkout of the repository: {module} is "
+                "development tooling that the wheel and the image do not ship",
+                EXIT_BAD_INPUT,
+            )
+        command: Callable[[argparse.Namespace], int] = getattr(found, function)
+        return command(args)
 
-
-def _cluster_down(args: argparse.Namespace) -> int:
-    from scheduler.cluster.errors import ClusterError
-    from scheduler.cluster.local import LocalCluster
-
-    try:
-        cluster = LocalCluster(args.dir)
-        stopped = cluster.purge() if args.purge else cluster.down()
-    except ClusterError as exc:
-        return _fail(str(exc), EXIT_RUNTIME)
-    print(f"stopped: {', '.join(stopped) if stopped else 'nothing was running'}")
-    return 0
+    return run
 
 
 def _check_config(path: str) -> int | None:
@@ -126,12 +106,6 @@ def _run(args: argparse.Namespace) -> int:
     from scheduler.app import run_scheduler
 
     return run_scheduler(args)
-
-
-def _demo(args: argparse.Namespace) -> int:
-    from scheduler.demo import run_demo
-
-    return run_demo(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -176,7 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_run)
 
     demo = sub.add_parser(
-        "demo", help="bring up a local cluster, run the scheduler and a demo workload"
+        "demo",
+        help="bring up a local cluster, run the scheduler and a demo workload (from a checkout)",
     )
     demo.add_argument("--dir", default=".cluster-demo", help="cluster directory")
     demo.add_argument(
@@ -188,14 +163,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--keep", action="store_true", help="leave the cluster running afterwards")
     demo.add_argument("-v", "--v", dest="verbosity", type=int, default=1)
-    demo.set_defaults(func=_demo)
+    demo.set_defaults(func=_checkout_command("kas_dev.demo", "run_demo"))
 
     from scheduler.explain_cli import add_parser as add_explain
 
     add_explain(sub)
 
     cl = sub.add_parser(
-        "cluster", help="a local control plane: etcd, kube-apiserver, controller manager, kwok"
+        "cluster",
+        help="a local control plane: etcd, kube-apiserver, controller manager, kwok "
+        "(from a checkout)",
     )
     csub = cl.add_subparsers(dest="cluster_command", required=True)
     up = csub.add_parser("up", help="start a local cluster and create kwok nodes")
@@ -216,15 +193,15 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument(
         "--real-nodes", type=int, default=0, help="number of real nodes (implies --real-node)"
     )
-    up.set_defaults(func=_cluster_up)
+    up.set_defaults(func=_checkout_command("kas_dev.commands", "cluster_up"))
     status = csub.add_parser("status", help="show the cluster's processes")
     status.add_argument("--dir", default=DEFAULT_CLUSTER_DIR)
     status.add_argument("--json", action="store_true")
-    status.set_defaults(func=_cluster_status)
+    status.set_defaults(func=_checkout_command("kas_dev.commands", "cluster_status"))
     down = csub.add_parser("down", help="stop the cluster's processes")
     down.add_argument("--dir", default=DEFAULT_CLUSTER_DIR)
     down.add_argument("--purge", action="store_true", help="also remove the cluster's files")
-    down.set_defaults(func=_cluster_down)
+    down.set_defaults(func=_checkout_command("kas_dev.commands", "cluster_down"))
     return p
 
 
@@ -240,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     if getattr(args, "nodes", 0) is not None and getattr(args, "nodes", 0) < 0:
-        return _fail("--nodes must be >= 0", EXIT_BAD_INPUT)
+        return fail("--nodes must be >= 0", EXIT_BAD_INPUT)
     try:
         return int(args.func(args))
     except KeyboardInterrupt:

@@ -1,4 +1,5 @@
-"""An injectable clock, so backoff, expiry and flush timing are tested exactly."""
+"""An injectable clock, so backoff, expiry and flush timing are tested exactly (the tests'
+clock that only moves when told to is tests/unit/fake_clock.py)."""
 
 from __future__ import annotations
 
@@ -15,19 +16,6 @@ class Clock(Protocol):
 class MonotonicClock:
     def now(self) -> float:
         return time.monotonic()
-
-
-class FakeClock:
-    """A clock that only moves when told to."""
-
-    def __init__(self, start: float = 1000.0) -> None:
-        self._now = start
-
-    def now(self) -> float:
-        return self._now
-
-    def advance(self, seconds: float) -> None:
-        self._now += seconds
 
 
 SYSTEM_CLOCK: Clock = MonotonicClock()

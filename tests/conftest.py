@@ -10,10 +10,10 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from scheduler.cluster.binaries import find_binaries
-from scheduler.cluster.errors import ClusterError
-from scheduler.cluster.local import LocalCluster
-from scheduler.cluster.nodes import NodeGroup
+from kas_dev.cluster.binaries import find_binaries
+from kas_dev.cluster.errors import ClusterError
+from kas_dev.cluster.local import LocalCluster
+from kas_dev.cluster.nodes import NodeGroup
 from tests.kube import ClusterHandle
 
 _counter = itertools.count()

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scheduler.cluster.api import AdminClient
-from scheduler.cluster.local import LocalCluster
-from scheduler.cluster.nodes import NodeGroup, node_manifests
+from kas_dev.cluster.api import AdminClient
+from kas_dev.cluster.local import LocalCluster
+from kas_dev.cluster.nodes import NodeGroup, node_manifests
 
 
 @dataclass

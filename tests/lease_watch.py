@@ -18,7 +18,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.cluster.api import AdminClient
+from kas_dev.cluster.api import AdminClient
 
 __all__ = ["LeaseWatcher", "RenewalFigures"]
 

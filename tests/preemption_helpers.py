@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.cluster.pki import pki_paths
+from kas_dev.cluster.pki import pki_paths
 from tests.checker import label_selector_matches, pod_requests, quantity
 from tests.kube import ClusterHandle, pod_manifest, wait_for
 from tests.webhook import KWOK_USER, DeleteWebhook

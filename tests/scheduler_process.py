@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from scheduler.cluster.ports import free_port
+from kas_dev.cluster.ports import free_port
 
 
 def write_config(path: Path, profiles: list[dict[str, Any]] | None = None, **top: Any) -> Path:

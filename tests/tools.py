@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from scheduler.cluster.binaries import default_bin_dir
+from kas_dev.cluster.binaries import default_bin_dir
 
 
 def find_helm() -> str | None:

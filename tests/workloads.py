@@ -7,7 +7,7 @@ import concurrent.futures
 import random
 from typing import Any
 
-from scheduler.cluster.nodes import NodeGroup, Taint
+from kas_dev.cluster.nodes import NodeGroup, Taint
 from tests.kube import ClusterHandle, pod_manifest
 
 SCHED = "kube-async-scheduler"

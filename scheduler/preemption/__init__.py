@@ -3,7 +3,8 @@ and victims inside the scheduling cycle, and the executor that makes the API cal
 background task. The DefaultPreemption plugin (scheduler.plugins.default_preemption)
 wires them into the framework.
 
-Public surface; `testing` holds in-memory stand-ins (ResourceFit, MemoryNominator).
+Public surface; the unit tests' in-memory stand-ins (ResourceFit, MemoryNominator) are in
+tests/unit/preemption_fakes.py.
 """
 
 from scheduler.preemption.evaluator import (

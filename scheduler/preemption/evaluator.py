@@ -18,9 +18,9 @@ framework/preemption Evaluator (KEP-4832 keeps this part in the cycle):
 The "does the pod fit on node N without these pods" question goes through a
 :class:`FitCheck`, which opens a :class:`DryRun` (a private copy of the node: remove_pod,
 add_pod, filter). The algorithm is tested against an in-memory resource fit
-(preemption.testing) and runs in production on the framework's NodeDryRun, which also
-applies the nominated-pods two-pass rule (pods nominated to N with priority >= the
-preemptor's are counted).
+(tests/unit/preemption_fakes.py) and runs in production on the framework's NodeDryRun,
+which also applies the nominated-pods two-pass rule (pods nominated to N with priority >=
+the preemptor's are counted).
 
 Invariant: victims are always ordered most important first (higher priority, then
 earlier start), so the last victim is the least important; the executor deletes it last.

@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from scheduler.cluster.local import LocalCluster
+from kas_dev.cluster.local import LocalCluster
 
 
 def kubeconfig_for(local: LocalCluster, user: str) -> Path:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scheduler.cluster.local import LocalCluster
+from kas_dev.cluster.local import LocalCluster
 from tests.differential import scenario as sc
 from tests.differential.compare import Tally, compare
 from tests.differential.harness import Oracle, PodResult

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from scheduler.cluster.local import LocalCluster
+from kas_dev.cluster.local import LocalCluster
 from tests.differential import scenario as sc
 from tests.differential.compare import Tally
 from tests.differential.harness import SEQUENTIAL, Oracle

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.cluster import prometheus, realnode
-from scheduler.cluster.binaries import default_bin_dir
-from scheduler.cluster.local import LocalCluster
-from scheduler.cluster.nodes import NodeGroup
+from kas_dev.cluster import prometheus, realnode
+from kas_dev.cluster.binaries import default_bin_dir
+from kas_dev.cluster.local import LocalCluster
+from kas_dev.cluster.nodes import NodeGroup
 from tests.kube import ClusterHandle
 
 ROOT = Path(__file__).resolve().parents[2]

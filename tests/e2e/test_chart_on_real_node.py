@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 import yaml
 
-from scheduler.cluster import prometheus
-from scheduler.cluster.ports import LOOPBACK, free_port
+from kas_dev.cluster import prometheus
+from kas_dev.cluster.ports import LOOPBACK, free_port
 from tests.e2e.conftest import KWOK_LABEL, RealCluster
 from tests.helm_release import CHART, FAST_LEASE, helm, lease_holder
 from tests.kube import ClusterHandle, pod_manifest, wait_for

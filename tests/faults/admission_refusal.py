@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from scheduler.cluster.nodes import NodeGroup
+from kas_dev.cluster.nodes import NodeGroup
 from tests.faults import invariants
 from tests.faults.harness import Bed, SchedulerSettings, pods_named, wait_until
 from tests.faults.registry import Case, RunContext

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 
-from scheduler.cluster.nodes import NodeGroup
+from kas_dev.cluster.nodes import NodeGroup
 from tests.faults import invariants
 from tests.faults.harness import Bed, SchedulerSettings, wait_until
 from tests.faults.registry import Case, RunContext

@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import time
 
-from scheduler.cluster.nodes import NodeGroup
+from kas_dev.cluster.nodes import NodeGroup
 from tests.faults.harness import LEASE_NAME, PRODUCTION, Bed, pods_named, wait_until
 from tests.faults.registry import Case, RunContext
 from tests.faults.result import CaseResult

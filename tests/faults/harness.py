@@ -26,9 +26,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from scheduler.cluster import process
-from scheduler.cluster.local import LocalCluster
-from scheduler.cluster.nodes import NodeGroup
+from kas_dev.cluster import process
+from kas_dev.cluster.local import LocalCluster
+from kas_dev.cluster.nodes import NodeGroup
 from tests.faults import audit
 from tests.kube import ClusterHandle, pod_manifest
 from tests.scheduler_process import SchedulerProcess, write_config

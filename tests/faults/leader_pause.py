@@ -18,7 +18,7 @@ import signal
 import threading
 import time
 
-from scheduler.cluster.nodes import NodeGroup
+from kas_dev.cluster.nodes import NodeGroup
 from tests.faults import invariants
 from tests.faults.harness import FAST_LEASE, PRODUCTION_LEASE, Bed, SchedulerSettings, wait_until
 from tests.faults.lease_webhook import LeaseDelayWebhook

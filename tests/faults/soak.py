@@ -22,7 +22,7 @@ from typing import Any
 
 import psutil  # type: ignore[import-untyped]
 
-from scheduler.cluster.nodes import NodeGroup, node_manifests
+from kas_dev.cluster.nodes import NodeGroup, node_manifests
 from tests.checker import quantity
 from tests.faults import audit, invariants
 from tests.faults.harness import PRODUCTION, Bed, Sampler, wait_until

@@ -20,7 +20,7 @@ import time
 import urllib.request
 from typing import Any
 
-from scheduler.cluster.nodes import NodeGroup
+from kas_dev.cluster.nodes import NodeGroup
 from tests.faults import invariants
 from tests.faults.harness import Bed, SchedulerSettings, pods_named, wait_until
 from tests.faults.registry import Case, RunContext

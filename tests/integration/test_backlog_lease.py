@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.cluster.local import LocalCluster
-from scheduler.cluster.nodes import NodeGroup
+from kas_dev.cluster.local import LocalCluster
+from kas_dev.cluster.nodes import NodeGroup
 from tests.kube import ClusterHandle, pod_manifest, wait_for
 from tests.lease_watch import LeaseWatcher, RenewalFigures
 from tests.scheduler_process import SchedulerProcess, write_config

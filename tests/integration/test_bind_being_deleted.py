@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.cluster.nodes import NodeGroup
+from kas_dev.cluster.nodes import NodeGroup
 from tests.kube import ClusterHandle, pod_manifest, wait_for
 from tests.scheduler_process import SchedulerProcess, write_config
 from tests.webhook import BindingWebhook

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.cluster import process
-from scheduler.cluster.ports import port_in_use
+from kas_dev.cluster import process
+from kas_dev.cluster.ports import port_in_use
 from tests.kube import ClusterHandle, pod_manifest, wait_for
 
 pytestmark = pytest.mark.cluster

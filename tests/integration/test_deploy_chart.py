@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from scheduler.cluster.local import LocalCluster
-from scheduler.cluster.nodes import NodeGroup
+from kas_dev.cluster.local import LocalCluster
+from kas_dev.cluster.nodes import NodeGroup
 from tests.checker import check
 from tests.helm_release import (
     FAST_LEASE,

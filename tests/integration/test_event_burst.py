@@ -14,9 +14,9 @@ from collections.abc import Callable
 
 import pytest
 
+from kas_dev.cluster.nodes import NodeGroup
 from scheduler.app import RunOptions, SchedulerApp
 from scheduler.client.connection import Connection
-from scheduler.cluster.nodes import NodeGroup
 from scheduler.config import default_config
 from tests.kube import ClusterHandle, pod_manifest
 from tests.workloads import create_all

@@ -33,8 +33,8 @@ from typing import Any
 import pytest
 import yaml
 
-from scheduler.cluster.local import LocalCluster
-from scheduler.cluster.nodes import NodeGroup, Taint
+from kas_dev.cluster.local import LocalCluster
+from kas_dev.cluster.nodes import NodeGroup, Taint
 from tests.kube import ClusterHandle, pod_manifest, wait_for
 from tests.scheduler_process import SchedulerProcess, write_config
 

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.cluster.local import LocalCluster
-from scheduler.cluster.nodes import NodeGroup
+from kas_dev.cluster.local import LocalCluster
+from kas_dev.cluster.nodes import NodeGroup
 from tests.helm_release import FAST_LEASE, Release, identity_of, install, lease_holder
 from tests.kube import ClusterHandle, pod_manifest, wait_for
 from tests.scheduler_process import SchedulerProcess

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.cluster.local import LocalCluster
-from scheduler.cluster.nodes import NodeGroup
+from kas_dev.cluster.local import LocalCluster
+from kas_dev.cluster.nodes import NodeGroup
 from tests.kube import ClusterHandle, pod_manifest, wait_for
 from tests.preemption_helpers import (
     BASE_TIME,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.cluster.local import LocalCluster
-from scheduler.cluster.nodes import NodeGroup
+from kas_dev.cluster.local import LocalCluster
+from kas_dev.cluster.nodes import NodeGroup
 from tests.checker import check
 from tests.kube import ClusterHandle, pod_manifest, wait_for
 from tests.scheduler_process import SchedulerProcess, write_config
@@ -201,8 +201,8 @@ def test_bad_config_exits_2_with_a_message_naming_the_field(
 def test_a_pod_bound_by_someone_else_between_assume_and_bind_leaves_the_cache_consistent(
     tmp_path: Path,
 ) -> None:
-    from scheduler.cluster.api import AdminClient
-    from scheduler.cluster.pki import pki_paths
+    from kas_dev.cluster.api import AdminClient
+    from kas_dev.cluster.pki import pki_paths
     from tests.webhook import BindingWebhook
 
     local = LocalCluster(tmp_path / "cluster")

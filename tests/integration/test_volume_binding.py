@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from scheduler.cluster.nodes import NodeGroup
+from kas_dev.cluster.nodes import NodeGroup
 from tests.kube import ClusterHandle, pod_manifest, wait_for
 from tests.scheduler_process import SchedulerProcess, write_config
 
@@ -66,7 +66,7 @@ Scheduler = SchedulerProcess | UpstreamScheduler
 def env(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[ClusterHandle, Scheduler]]:
-    from scheduler.cluster.local import LocalCluster
+    from kas_dev.cluster.local import LocalCluster
 
     d = tmp_path_factory.mktemp(f"volumes-{request.param}")
     local = LocalCluster(d / "cluster")

@@ -3,8 +3,8 @@ import pytest
 from builders import make_node, make_pod
 
 from scheduler.cache import Cache, CacheError, Nominator
-from scheduler.clock import FakeClock
 from scheduler.model.selectors import parse_node_selector
+from tests.unit.fake_clock import FakeClock
 
 
 def _cache(*nodes: str) -> tuple[Cache, FakeClock]:

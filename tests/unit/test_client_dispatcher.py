@@ -19,7 +19,7 @@ from scheduler.client.errors import (
     ServerError,
     TooManyRequests,
 )
-from scheduler.clock import FakeClock
+from tests.unit.fake_clock import FakeClock
 
 
 class FakeSleep:

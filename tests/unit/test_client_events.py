@@ -19,7 +19,7 @@ from scheduler.client.events import (
     micro_time,
     pod_ref,
 )
-from scheduler.clock import FakeClock
+from tests.unit.fake_clock import FakeClock
 
 T0 = dt.datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=dt.UTC)
 POD = pod_ref("ns", "web-1", "uid-1")

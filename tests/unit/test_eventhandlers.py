@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from scheduler.cache import Cache, Nominator
-from scheduler.clock import FakeClock
 from scheduler.eventhandlers import NodeEventHandler, PodEventHandler
 from scheduler.model import PodInfo
 from scheduler.queue import ACTIVE, UNSCHEDULABLE, SchedulingQueue
 from tests.unit.builders import make_node, make_pod
+from tests.unit.fake_clock import FakeClock
 
 SCHED = "kube-async-scheduler"
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from kas_dev.cluster.ports import free_port
 from scheduler.cli import main
-from scheduler.cluster.ports import free_port
 from scheduler.explain_cli import format_table
 
 BODY: dict[str, Any] = {

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from scheduler.client.errors import AlreadyExists, Conflict, NotFound, ServerError
-from scheduler.clock import FakeClock
 from scheduler.leader import (
     ElectorState,
     LeaderElectionSettings,
@@ -20,6 +19,7 @@ from scheduler.leader import (
     LeaderRecord,
     can_acquire,
 )
+from tests.unit.fake_clock import FakeClock
 
 
 class VirtualTime:

@@ -15,11 +15,11 @@ import pytest
 from scheduler.client.connection import Response
 from scheduler.client.dispatcher import Dispatcher, DispatcherSettings
 from scheduler.client.errors import LeaseNotHeld, ServerError
-from scheduler.clock import FakeClock
 from scheduler.framework.status import Status
 from scheduler.leader import LeaderElectionSettings, LeaderElector, LeaseFence
 from scheduler.loop import FENCED_BIND
 from scheduler.preemption.executor import FENCED_DELETE, FENCED_PATCH
+from tests.unit.fake_clock import FakeClock
 from tests.unit.test_client_dispatcher import FakeConnection, FakeSleep
 from tests.unit.test_leader_election import LeaseStore, VirtualTime
 from tests.unit.test_loop_failures import attempts

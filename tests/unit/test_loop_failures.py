@@ -13,7 +13,6 @@ import pytest
 from scheduler import loop as loop_module
 from scheduler.cache import Cache, Nominator
 from scheduler.client.errors import Conflict
-from scheduler.clock import FakeClock
 from scheduler.framework.status import Code, Status
 from scheduler.loop import SchedulingLoop
 from scheduler.metrics import SchedulerMetrics
@@ -21,6 +20,7 @@ from scheduler.model import PodInfo
 from scheduler.queue import SchedulingQueue
 from scheduler.status_writer import StatusWriter
 from tests.unit.builders import make_framework, make_node, make_pod
+from tests.unit.fake_clock import FakeClock
 
 
 class Events:

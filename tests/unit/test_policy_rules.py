@@ -16,7 +16,7 @@ from scheduler.model.pod import PodInfo
 from scheduler.policy.spec import PolicyError, parse_policy
 from scheduler.policy.store import PolicyStore
 from scheduler.preemption.policy_evaluator import PolicyEvaluator
-from scheduler.preemption.testing import MemoryNominator, ResourceFit
+from tests.unit.preemption_fakes import MemoryNominator, ResourceFit
 
 NOW = dt.datetime(2024, 1, 1, 0, 10, tzinfo=dt.UTC).timestamp()
 NS_LABELS = {"prod": {"tier": "prod"}, "batch": {"tier": "batch"}, "kube-system": {}}

@@ -26,7 +26,7 @@ from scheduler.preemption.evaluator import (
     select_victims,
     split_by_pdb,
 )
-from scheduler.preemption.testing import MemoryNominator, ResourceDryRun, ResourceFit
+from tests.unit.preemption_fakes import MemoryNominator, ResourceDryRun, ResourceFit
 
 T0 = "2024-01-01T00:00:%02dZ"
 

@@ -15,11 +15,11 @@ from builders import make_pod
 
 from scheduler.client.errors import ApiError, Conflict, NotFound, ServerError
 from scheduler.client.events import ObjectRef
-from scheduler.clock import FakeClock
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model.pod import PodInfo
 from scheduler.preemption.evaluator import Decision
 from scheduler.preemption.executor import ExecutorSettings, PreemptionExecutor
+from tests.unit.fake_clock import FakeClock
 
 
 @dataclass

@@ -13,7 +13,6 @@ from builders import make_node, make_pod
 
 from scheduler.cache import Cache, Nominator
 from scheduler.client.events import ObjectRef
-from scheduler.clock import FakeClock
 from scheduler.config import names
 from scheduler.config.args import DefaultPreemptionArgs
 from scheduler.framework import CycleState, FitError, Framework, Handle, profile_for, schedule_pod
@@ -32,6 +31,7 @@ from scheduler.preemption.default_preemption import (
 )
 from scheduler.preemption.executor import PreemptionExecutor
 from scheduler.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, SchedulingQueue
+from tests.unit.fake_clock import FakeClock
 
 
 @dataclass

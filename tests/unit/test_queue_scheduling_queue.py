@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from scheduler.clock import FakeClock
 from scheduler.framework.cluster_event import (
     WILDCARD_EVENT,
     ActionType,
@@ -31,6 +30,7 @@ from scheduler.queue import (
     QueueState,
     SchedulingQueue,
 )
+from tests.unit.fake_clock import FakeClock
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.cluster import prometheus, realnode, realnode_config
-from scheduler.cluster.errors import ClusterError
-from scheduler.cluster.pause_image import PAUSE_IMAGE, oci_archive
+from kas_dev.cluster import prometheus, realnode, realnode_config
+from kas_dev.cluster.errors import ClusterError
+from kas_dev.cluster.pause_image import PAUSE_IMAGE, oci_archive
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE = realnode_config.RealNode(

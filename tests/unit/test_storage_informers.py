@@ -8,12 +8,12 @@ import asyncio
 
 from builders import make_framework, make_pod
 
-from scheduler.clock import FakeClock
 from scheduler.framework import Handle, InMemoryListers
 from scheduler.framework.cluster_event import EventResource
 from scheduler.model.volume import pvc_from_dict, storage_class_from_dict
 from scheduler.queue import SchedulingQueue
 from scheduler.storage_informers import StorageFeed
+from tests.unit.fake_clock import FakeClock
 
 
 def _pvc(name: str) -> dict[str, object]:

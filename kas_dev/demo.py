@@ -24,11 +24,11 @@ from typing import Any
 
 import yaml
 
-from scheduler.cluster.api import AdminClient
-from scheduler.cluster.errors import ClusterError
-from scheduler.cluster.local import LocalCluster
-from scheduler.cluster.nodes import NodeGroup, Taint
-from scheduler.cluster.ports import free_port
+from kas_dev.cluster.api import AdminClient
+from kas_dev.cluster.errors import ClusterError
+from kas_dev.cluster.local import LocalCluster
+from kas_dev.cluster.nodes import NodeGroup, Taint
+from kas_dev.cluster.ports import free_port
 
 SCHED = "kube-async-scheduler"
 NS = "demo"

@@ -1,4 +1,4 @@
-"""In-memory stand-ins for the evaluator's inputs, for unit tests and benchmarks.
+"""In-memory stand-ins for the preemption evaluator's inputs, for its unit tests.
 
 `ResourceFit` is a FitCheck that only looks at resource requests and the pod count
 (what NodeResourcesFit checks), and applies the nominated-pods two-pass rule: pods

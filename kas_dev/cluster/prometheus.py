@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from scheduler.cluster import process
-from scheduler.cluster.errors import ClusterError
-from scheduler.cluster.ports import LOOPBACK, free_port
+from kas_dev.cluster import process
+from kas_dev.cluster.errors import ClusterError
+from kas_dev.cluster.ports import LOOPBACK, free_port
 
 if TYPE_CHECKING:
-    from scheduler.cluster.local import LocalCluster
+    from kas_dev.cluster.local import LocalCluster
 
 NAME = "prometheus"
 
@@ -168,13 +168,13 @@ def panels_without_data(url: str, dashboard: dict[str, Any], job: str) -> dict[s
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m scheduler.cluster.prometheus start|query ...` for hack/kind-local.sh."""
+    """`python -m kas_dev.cluster.prometheus start|query ...` for hack/kind-local.sh."""
     import argparse
     import sys
 
-    from scheduler.cluster.local import LocalCluster
+    from kas_dev.cluster.local import LocalCluster
 
-    ap = argparse.ArgumentParser(prog="python -m scheduler.cluster.prometheus")
+    ap = argparse.ArgumentParser(prog="python -m kas_dev.cluster.prometheus")
     sub = ap.add_subparsers(dest="cmd", required=True)
     st = sub.add_parser("start", help="start Prometheus scraping as a ServiceMonitor says")
     st.add_argument("--dir", default=".cluster", help="the cluster directory")

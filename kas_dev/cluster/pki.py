@@ -11,7 +11,7 @@ import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
-from scheduler.cluster.errors import ClusterError
+from kas_dev.cluster.errors import ClusterError
 
 try:
     from cryptography import x509

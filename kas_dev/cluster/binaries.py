@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from scheduler.cluster.errors import ClusterError
+from kas_dev.cluster.errors import ClusterError
 
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kwok")
 OPTIONAL = ("kube-scheduler", "kubectl", "helm")

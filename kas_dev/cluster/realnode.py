@@ -8,14 +8,14 @@ kubelet, as in kind, without Docker. Each real node has, under <cluster>/nodes/<
   CAP_SYS_RESOURCE, and without it every sandbox fails with "can't get final child's PID
   from pipe") and a CNI configuration with the loopback plugin only: the runtime reports
   NetworkReady, pods use host networking (there is no pod network);
-- the pause image built locally (scheduler/cluster/pause_image.py), imported with ctr;
+- the pause image built locally (kas_dev/cluster/pause_image.py), imported with ctr;
 - a kubelet v1.37.2 (cgroupfs driver under a cgroup root of its own, failCgroupV1 and
   failSwapOn off, serving on 127.0.0.1). The kubelet refuses a loopback --node-ip, so the
   node is named after a host name that resolves to 127.0.0.1 (the machine's own name, then
   `localhost`) and the API server reaches it through that Hostname address.
 The kubelet runs with a PATH without iptables, so it cannot add its firewall chains to the
 machine; what it does change (sysctls, cgroups, mounts, /var/log/containers) is recorded
-before and undone by teardown (scheduler/cluster/host_footprint.py).
+before and undone by teardown (kas_dev/cluster/host_footprint.py).
 
 Upstream kube-scheduler runs as the cluster's default scheduler (as in kind), so the
 chart's own pods are placed by it; pods naming our scheduler wait for the chart.
@@ -41,11 +41,11 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from scheduler.cluster import host_footprint, process
-from scheduler.cluster.errors import ClusterError
-from scheduler.cluster.pause_image import pause_archive
-from scheduler.cluster.ports import LOOPBACK, free_port, port_in_use
-from scheduler.cluster.realnode_config import (
+from kas_dev.cluster import host_footprint, process
+from kas_dev.cluster.errors import ClusterError
+from kas_dev.cluster.pause_image import pause_archive
+from kas_dev.cluster.ports import LOOPBACK, free_port, port_in_use
+from kas_dev.cluster.realnode_config import (
     LOOPBACK_CNI,
     RealNode,
     containerd_config,
@@ -55,7 +55,7 @@ from scheduler.cluster.realnode_config import (
 )
 
 if TYPE_CHECKING:
-    from scheduler.cluster.local import LocalCluster
+    from kas_dev.cluster.local import LocalCluster
 
 STATE_FILE = "real-nodes.json"
 NODES_DIR = "nodes"
@@ -415,14 +415,14 @@ def remove_files(cluster_dir: Path) -> None:
     if host_footprint.mounts_under(cluster_dir / NODES_DIR):
         raise ClusterError(f"cannot remove {cluster_dir / NODES_DIR}: something is still mounted")
     shutil.rmtree(cluster_dir / NODES_DIR, ignore_errors=True)
-    # Prometheus' configuration and data (scheduler/cluster/prometheus.py)
+    # Prometheus' configuration and data (kas_dev/cluster/prometheus.py)
     shutil.rmtree(cluster_dir / "prometheus", ignore_errors=True)
     for f in (STATE_FILE, host_footprint.FOOTPRINT_FILE):
         (cluster_dir / f).unlink(missing_ok=True)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m scheduler.cluster.realnode")
+    ap = argparse.ArgumentParser(prog="python -m kas_dev.cluster.realnode")
     sub = ap.add_subparsers(dest="cmd", required=True)
     imp = sub.add_parser("import-image", help="import an image archive into the real nodes")
     imp.add_argument("--dir", default=".cluster", help="the cluster directory")

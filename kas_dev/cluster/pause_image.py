@@ -17,8 +17,8 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from scheduler.cluster.binaries import cache_root
-from scheduler.cluster.errors import ClusterError
+from kas_dev.cluster.binaries import cache_root
+from kas_dev.cluster.errors import ClusterError
 
 # the name containerd's CRI is told to use for sandboxes; "kas.local" says it was built here
 PAUSE_IMAGE = "kas.local/pause:1"

@@ -37,13 +37,13 @@ from typing import Any
 
 import yaml
 
-from scheduler.cluster import process, realnode
-from scheduler.cluster.api import AdminClient
-from scheduler.cluster.binaries import Binaries, find_binaries
-from scheduler.cluster.errors import ClusterError
-from scheduler.cluster.nodes import NodeGroup, default_mix, node_manifests
-from scheduler.cluster.pki import Pki, make_pki, pki_paths
-from scheduler.cluster.ports import LOOPBACK, free_port, port_in_use
+from kas_dev.cluster import process, realnode
+from kas_dev.cluster.api import AdminClient
+from kas_dev.cluster.binaries import Binaries, find_binaries
+from kas_dev.cluster.errors import ClusterError
+from kas_dev.cluster.nodes import NodeGroup, default_mix, node_manifests
+from kas_dev.cluster.pki import Pki, make_pki, pki_paths
+from kas_dev.cluster.ports import LOOPBACK, free_port, port_in_use
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +180,7 @@ class LocalCluster:
         self._extra_apiserver_args = list(extra_apiserver_args)
         self._real_node_mode = real_nodes > 0
         if real_nodes:
-            # scheduler/cluster/realnode.py: ServiceAccount admission on, kubelets by name
+            # kas_dev/cluster/realnode.py: ServiceAccount admission on, kubelets by name
             p = self._pki()
             self._extra_apiserver_args += [
                 *realnode.APISERVER_ARGS,

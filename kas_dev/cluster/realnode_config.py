@@ -1,4 +1,4 @@
-"""The configuration files of a real node (scheduler/cluster/realnode.py): its
+"""The configuration files of a real node (kas_dev/cluster/realnode.py): its
 containerd's, its CNI's (loopback only), its kubelet's, and the kubelet's client
 certificate and kubeconfig. Pure functions of the node's folder and ports, so they are
 unit-tested without root."""
@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from scheduler.cluster.pause_image import PAUSE_IMAGE
-from scheduler.cluster.ports import LOOPBACK
+from kas_dev.cluster.pause_image import PAUSE_IMAGE
+from kas_dev.cluster.ports import LOOPBACK
 
 
 @dataclass

@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from scheduler.cluster.errors import ClusterError
+from kas_dev.cluster.errors import ClusterError
 
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 ZONE_LABEL = "topology.kubernetes.io/zone"

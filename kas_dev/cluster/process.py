@@ -13,7 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from scheduler.cluster.errors import ClusterError
+from kas_dev.cluster.errors import ClusterError
 
 
 def _die_with_parent() -> None:
