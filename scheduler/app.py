@@ -50,7 +50,6 @@ from scheduler.framework.handle import Handle, InMemoryListers
 from scheduler.framework.registry import Registry
 from scheduler.framework.runtime import Framework
 from scheduler.framework.waiting_pods import WaitingPods
-from scheduler.guarded_tasks import GuardedTasks
 from scheduler.leader import LeaderElectionSettings, LeaderElector, LeaseFence
 from scheduler.loop import SchedulingLoop
 from scheduler.metrics import SchedulerMetrics
@@ -70,6 +69,7 @@ from scheduler.queue import SchedulingQueue
 from scheduler.server import HealthServer
 from scheduler.status_writer import StatusWriter
 from scheduler.storage_informers import storage_informers
+from scheduler.supervisor import Supervisor
 from scheduler.workload_selectors import (
     WorkloadSelectors,
     replica_set_from_dict,
@@ -142,7 +142,7 @@ class SchedulerApp:
         # elector still gets its own dispatcher, hence its own token bucket.
         self.lease_connection = lease_connection or connection
         self.options = options
-        self.tasks = GuardedTasks()
+        self.tasks = Supervisor()
         self.identity = options.identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
         self.metrics = SchedulerMetrics()
         m = self.metrics
@@ -215,6 +215,7 @@ class SchedulerApp:
                 retry_max=float(cfg.pod_max_backoff_seconds),
             ),
             fence=self.fence.open,
+            tasks=self.tasks.group("preemptions"),
         )
         self.policies: PolicyRuntime | None = None
         if options.preemption_policies:
@@ -289,7 +290,10 @@ class SchedulerApp:
             inf.on_list = lambda res: m.informer_relists.labels(resource=res).inc()
             inf.on_event = lambda res, t: m.informer_events.labels(resource=res, type=t).inc()
         self.status_writer = StatusWriter(
-            self.dispatcher.patch_pod_status, metrics=m, is_pending=self._is_pending
+            self.dispatcher.patch_pod_status,
+            metrics=m,
+            is_pending=self._is_pending,
+            tasks=self.tasks.group("status-writes"),
         )
         self.loop = SchedulingLoop(
             cache=self.cache,
@@ -301,6 +305,7 @@ class SchedulerApp:
             metrics=m,
             is_pending=self._is_pending,
             fence=self.fence.open,
+            binds=self.tasks.group("binds"),
         )
         self.server = HealthServer(m.registry, host=options.bind_address, port=options.port)
         self.attempts = AttemptLog()

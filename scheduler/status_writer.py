@@ -31,6 +31,7 @@ from typing import Any
 from scheduler.client.errors import ApiError, LeaseNotHeld, NotFound
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model import PodInfo
+from scheduler.supervisor import TaskGroup
 
 __all__ = ["StatusWriter", "WantedStatus", "needs_update"]
 
@@ -89,6 +90,7 @@ class StatusWriter:
         metrics: SchedulerMetrics | None = None,
         wall: Callable[[], dt.datetime] = _utcnow,
         is_pending: Callable[[PodInfo], bool] | None = None,
+        tasks: TaskGroup | None = None,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be >= 1")
@@ -101,7 +103,7 @@ class StatusWriter:
         self._is_pending = is_pending or (lambda pod: True)
         self._in_flight: dict[str, WantedStatus] = {}  # uid -> what is being written
         self._waiting: OrderedDict[str, tuple[PodInfo, WantedStatus]] = OrderedDict()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = tasks if tasks is not None else TaskGroup("status-writes")
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -154,22 +156,13 @@ class StatusWriter:
         for _ in range(given_up):
             self._count(FAILED)
         self._waiting.clear()
-        if self._tasks:
-            _, still = await asyncio.wait(set(self._tasks), timeout=grace)
-            for t in still:
-                t.cancel()
-            if still:
-                await asyncio.wait(still)
-            given_up += len(still)
-        return given_up
+        return given_up + await self._tasks.drain(grace)
 
     # ---- the writers ---------------------------------------------------------------
     def _start(self, pod: PodInfo, wanted: WantedStatus) -> None:
         self._in_flight[pod.uid] = wanted
         self._idle.clear()
-        task = asyncio.create_task(self._write(pod, wanted), name=f"status-{pod.key}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.spawn(self._write(pod, wanted), name=f"status-{pod.key}")
 
     def _body(self, pod: PodInfo, wanted: WantedStatus) -> dict[str, Any]:
         condition: dict[str, Any] = {

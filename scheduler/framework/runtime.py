@@ -61,7 +61,7 @@ from scheduler.model.pod import PodInfo
 if TYPE_CHECKING:
     from scheduler.cache.node_view import NodeView
     from scheduler.cache.snapshot import Snapshot
-    from scheduler.framework.diagnosis import Diagnosis
+    from scheduler.framework.diagnosis import Diagnosis, FitError, ScheduleResult
 
 log = logging.getLogger(__name__)
 
@@ -187,6 +187,21 @@ class Framework:
     @property
     def waiting_pods(self) -> WaitingPods:
         return self.handle.waiting_pods
+
+    def schedule_pod(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        nominator: NominatedPods,
+        search: SearchState,
+    ) -> ScheduleResult | FitError:
+        """The scheduling algorithm over this profile (framework/schedule.py)."""
+        # schedule.py drives this class; imported here, not at the top, to keep one
+        # direction between the two modules
+        from scheduler.framework.schedule import schedule_pod
+
+        return schedule_pod(self, state, pod, snapshot, nominator, search=search)
 
     # ------------------------------------------------------------ introspection
     def plugin(self, name: str) -> Plugin:

@@ -67,6 +67,7 @@ from scheduler.model.pod import (
     PodInfo,
 )
 from scheduler.preemption.evaluator import Decision
+from scheduler.supervisor import TaskGroup
 
 __all__ = [
     "RESULT_ERROR",
@@ -188,6 +189,7 @@ class PreemptionExecutor:
         clock: Clock = SYSTEM_CLOCK,
         wall: Callable[[], dt.datetime] = _utcnow,
         fence: Callable[[str], bool] | None = None,
+        tasks: TaskGroup | None = None,
     ) -> None:
         self._writer = writer
         # leader-election fence (leader.LeaseFence.open): checked right before each
@@ -205,7 +207,7 @@ class PreemptionExecutor:
         self._clock = clock
         self._wall = wall
         self._running: dict[str, _Preemption] = {}  # preemptor uid -> its preemption
-        self._tasks: set[asyncio.Task[bool]] = set()
+        self._tasks = tasks if tasks is not None else TaskGroup("preemptions")
         self._deleting: dict[str, asyncio.Future[bool]] = {}  # victim uid -> in-flight call
         self._deleted: dict[str, float] = {}  # victim uid -> when its DELETE succeeded
         # preemptor uid -> (victims it preempted, when its task ended): a successful
@@ -312,10 +314,8 @@ class PreemptionExecutor:
         gated = any(self.needs_call(v) for v in decision.victims)
         p = _Preemption(decision, message, gated, handle)
         self._running[uid] = p
-        task = asyncio.create_task(self._background(p), name=f"preempt-{decision.preemptor.key}")
+        task = self._tasks.spawn(self._background(p), name=f"preempt-{decision.preemptor.key}")
         p.task = task
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
         self._set_goroutines()
         return task
 
@@ -650,12 +650,4 @@ class PreemptionExecutor:
         for handle in self._retries.values():
             handle.cancel()
         self._retries.clear()
-        pending = set(self._tasks)
-        if not pending:
-            return 0
-        _, still = await asyncio.wait(pending, timeout=grace)
-        for task in still:
-            task.cancel()
-        if still:
-            await asyncio.gather(*still, return_exceptions=True)
-        return len(still)
+        return await self._tasks.drain(grace)

@@ -177,7 +177,7 @@ async def test_the_binding_cycle_sends_no_bind_when_the_fence_is_closed(
         asked.append(operation)
         return False
 
-    loop._fence = closed
+    loop.binding._fence = closed
     p = make_pod("web").obj()
     queue.add(p)
     info = await queue.pop()

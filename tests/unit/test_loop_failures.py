@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from scheduler import loop as loop_module
 from scheduler.cache import Cache, Nominator
 from scheduler.client.errors import Conflict
 from scheduler.framework.status import Code, Status
@@ -66,12 +65,12 @@ def attempts(m: SchedulerMetrics, result: str) -> float:
 async def test_an_exception_in_the_algorithm_requeues_with_backoff_an_event_and_a_metric(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    loop, queue, events, m, _ = build()
+    loop, queue, events, m, fwk = build()
 
     def overflow(*args: Any, **kwargs: Any) -> Any:
         raise OverflowError("int too large to convert to float")
 
-    monkeypatch.setattr(loop_module, "schedule_pod", overflow)
+    monkeypatch.setattr(fwk, "schedule_pod", overflow)
     p = make_pod("web").obj()
     queue.add(p)
     info = await queue.pop()

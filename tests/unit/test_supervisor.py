@@ -1,4 +1,4 @@
-"""scheduler.guarded_tasks: a long-lived task that dies is logged with its traceback and
+"""scheduler.supervisor: a long-lived task that dies is logged with its traceback and
 fails /healthz; ends during shutdown, and legitimate returns, do not."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import asyncio
 import aiohttp
 import pytest
 
-from scheduler.guarded_tasks import GuardedTasks
 from scheduler.server import HealthServer
+from scheduler.supervisor import Supervisor
 
 
 async def forever() -> None:
@@ -24,7 +24,7 @@ async def crash(error: Exception) -> None:
 async def test_a_task_that_raises_is_logged_with_its_traceback_and_reported(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    guard = GuardedTasks()
+    guard = Supervisor()
     guard.spawn("informer-pods", forever())
     task = guard.spawn("leader-election", crash(OverflowError("timestamp too large\nsecond")))
     await asyncio.gather(task, return_exceptions=True)
@@ -37,7 +37,7 @@ async def test_a_task_that_raises_is_logged_with_its_traceback_and_reported(
 
 
 async def test_a_task_that_returns_early_is_a_death_unless_it_may() -> None:
-    guard = GuardedTasks()
+    guard = Supervisor()
 
     async def done() -> None:
         return None
@@ -50,14 +50,14 @@ async def test_a_task_that_returns_early_is_a_death_unless_it_may() -> None:
 
 
 async def test_cancellation_is_a_death_only_outside_shutdown() -> None:
-    guard = GuardedTasks()
+    guard = Supervisor()
     a = guard.spawn("queue-flush-backoff", forever())
     await asyncio.sleep(0)
     a.cancel()
     await asyncio.gather(a, return_exceptions=True)
     assert guard.healthz() == "task queue-flush-backoff died: cancelled outside shutdown"
 
-    calm = GuardedTasks()
+    calm = Supervisor()
     tasks = [calm.spawn(f"informer-{i}", forever()) for i in range(3)]
     await asyncio.sleep(0)
     calm.begin_shutdown()
@@ -68,7 +68,7 @@ async def test_cancellation_is_a_death_only_outside_shutdown() -> None:
 
 
 async def test_watch_adopts_a_task_created_elsewhere_and_names_must_be_unique() -> None:
-    guard = GuardedTasks()
+    guard = Supervisor()
     task = asyncio.create_task(forever(), name="event-recorder")
     guard.watch(task)
     with pytest.raises(ValueError, match="already running"):
@@ -79,7 +79,7 @@ async def test_watch_adopts_a_task_created_elsewhere_and_names_must_be_unique() 
 
 
 async def test_a_dead_task_fails_healthz_on_the_health_server() -> None:
-    guard = GuardedTasks()
+    guard = Supervisor()
     server = HealthServer(host="127.0.0.1", port=0)
     server.add_health_check("background-tasks", guard.healthz)
     await server.start()

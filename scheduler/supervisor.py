@@ -1,4 +1,12 @@
-"""The process's long-lived tasks, by name, and a health check that fails when one dies.
+"""Every task the process runs, under one supervisor.
+
+Two kinds:
+- long-lived tasks, by name (`spawn`/`watch`): the informers, the scheduling loop, the
+  leader elector, the event writer, the queue's flushes. Each runs for the life of the
+  process; a death is logged and fails /healthz.
+- short-lived tasks in named groups (`group`): the binding cycles, the preemption
+  tasks, the status writes. A group tracks its tasks so shutdown can give them a grace
+  period and cancel the rest (`TaskGroup.drain`), in the order the app chooses.
 
 The informers, the scheduling loop, the leader elector, the event writer, the queue's
 flushes... each runs for the life of the process. asyncio keeps a task's exception to
@@ -6,7 +14,7 @@ itself until someone awaits it, so without a watcher a dead informer or elector 
 silent: the process answers /healthz 200 and never schedules again (issue 10 saw a huge
 leaseDuration kill the elector this way).
 
-`GuardedTasks` watches each named task. A task that raises, or returns while it was
+`Supervisor` watches each named long-lived task. A task that raises, or returns while it was
 expected to run until shutdown, is logged with its traceback and recorded; `healthz()`
 then reports it, so the liveness probe restarts the process, as kube-scheduler's
 supervision of its goroutines ends in a restart (a panic exits the process). Cancellation
@@ -18,13 +26,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["GuardedTasks", "TaskDeath"]
+__all__ = ["Supervisor", "TaskDeath", "TaskGroup"]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,12 +43,58 @@ class TaskDeath:
     reason: str
 
 
-class GuardedTasks:
+class TaskGroup:
+    """Short-lived tasks of one kind (a bind per pod, a preemption per preemptor, a
+    status write per pod). The owner starts them here; shutdown drains them."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def spawn(self, coro: Coroutine[Any, Any, T], name: str) -> asyncio.Task[T]:
+        task = asyncio.create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def __iter__(self) -> Iterator[asyncio.Task[Any]]:
+        return iter(list(self._tasks))
+
+    @property
+    def tasks(self) -> list[asyncio.Task[Any]]:
+        return list(self._tasks)
+
+    async def drain(self, grace: float) -> int:
+        """Let the running tasks finish for `grace` seconds, then cancel the rest and
+        wait for them to unwind (each cancelled task cleans up after itself). Returns
+        how many were cancelled."""
+        if not self._tasks:
+            return 0
+        _, still = await asyncio.wait(set(self._tasks), timeout=grace)
+        for task in still:
+            task.cancel()
+        if still:
+            await asyncio.gather(*still, return_exceptions=True)
+        return len(still)
+
+
+class Supervisor:
     def __init__(self) -> None:
+        self._groups: dict[str, TaskGroup] = {}
         self._tasks: dict[str, asyncio.Task[Any]] = {}
         self._may_return: set[str] = set()
         self._deaths: list[TaskDeath] = []
         self._shutting_down = False
+
+    def group(self, name: str) -> TaskGroup:
+        """The group `name` (created on first use)."""
+        group = self._groups.get(name)
+        if group is None:
+            group = self._groups[name] = TaskGroup(name)
+        return group
 
     def spawn(
         self, name: str, coro: Coroutine[Any, Any, Any], *, may_return: bool = False

@@ -1,0 +1,227 @@
+"""The binding cycle: a task per pod, bounded by a semaphore (upstream bindingCycle).
+
+  wait at Permit -> PreBind -> Bind (pods/binding) -> PostBind.
+
+Any failure unreserves, forgets the assumption and requeues the pod; a 409 (someone
+else bound it first, or it is being deleted) forgets the assumption and leaves the rest
+to the informer, which then shows where the pod really went. Right before the bind the
+lease fence is checked: a replica that may have lost its lease sends nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from scheduler.client.errors import ApiError, Conflict, LeaseNotHeld
+from scheduler.client.events import EventRecorder, pod_ref
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.scheduling_framework import SchedulingFramework
+from scheduler.framework.status import Code, Status
+from scheduler.framework.waiting_pods import WaitingPod
+from scheduler.metrics import SchedulerMetrics
+from scheduler.model import PodInfo
+from scheduler.queue import QueuedPodInfo
+from scheduler.scheduling_failure import RESULT_ERROR, RESULT_SCHEDULED, FailureHandler
+from scheduler.supervisor import TaskGroup
+
+log = logging.getLogger("scheduler.loop")
+
+FENCED_BIND = "create pods/binding"
+PERMIT_TIMEOUT = "rejected due to timeout after waiting at permit"
+
+
+class BindRejected(Exception):
+    """The pod was rejected while waiting at Permit (or the wait timed out)."""
+
+
+class PreBindFailed(BindRejected):
+    """A PreBind plugin failed; its message is upstream's own wording (no prefix)."""
+
+
+class BindingCycles:
+    def __init__(
+        self,
+        failures: FailureHandler,
+        events: EventRecorder,
+        metrics: SchedulerMetrics,
+        *,
+        max_in_flight: int = 64,
+        fence: Callable[[str], bool] | None = None,
+        tasks: TaskGroup | None = None,
+    ) -> None:
+        self._failures = failures
+        self._cache = failures.cache
+        self._queue = failures.queue
+        self._clock = failures.clock
+        self._events = events
+        self._metrics = metrics
+        self._slots = asyncio.Semaphore(max_in_flight)
+        # leader-election fence (leader.LeaseFence.open): checked right before each bind
+        self._fence = fence or (lambda operation: True)
+        self._tasks = tasks if tasks is not None else TaskGroup("binds")
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def start(
+        self,
+        fwk: SchedulingFramework,
+        state: CycleState,
+        info: QueuedPodInfo[PodInfo],
+        assumed: PodInfo,
+        node: str,
+        waiting: WaitingPod | None,
+        permit_timeout: float,
+        start: float,
+    ) -> None:
+        """Hand the assumed pod to its binding task (it owns the pod from here on)."""
+        self._tasks.spawn(
+            self._run(fwk, state, info, assumed, node, waiting, permit_timeout, start),
+            name=f"bind-{info.pod.key}",
+        )
+        self._metrics.goroutines.labels(operation="binding").set(len(self._tasks))
+
+    async def drain(self, grace: float) -> None:
+        """Let in-flight binds finish for `grace` seconds, then cancel them (each
+        cancelled bind forgets its assumption)."""
+        await self._tasks.drain(grace)
+
+    async def _run(
+        self,
+        fwk: SchedulingFramework,
+        state: CycleState,
+        info: QueuedPodInfo[PodInfo],
+        assumed: PodInfo,
+        node: str,
+        waiting: WaitingPod | None,
+        permit_timeout: float,
+        start: float,
+    ) -> None:
+        pod = info.pod
+        bound = False
+        try:
+            async with self._slots:
+                if waiting is not None:
+                    await self._wait_at_permit(fwk, waiting, permit_timeout)
+                st = await fwk.run_pre_bind(state, assumed, node)
+                if not st.ok:
+                    raise PreBindFailed(st.message())
+                if not self._fence(FENCED_BIND):
+                    self._fenced(fwk, state, info, assumed, node)
+                    return
+                bind_start = self._clock.now()
+                st = await fwk.run_bind(state, assumed, node)
+                self._metrics.binding_duration.labels(result="ok" if st.ok else "error").observe(
+                    self._clock.now() - bind_start
+                )
+                if not st.ok:
+                    if isinstance(st.error, LeaseNotHeld):  # the dispatcher's last check
+                        self._fenced(fwk, state, info, assumed, node)
+                        return
+                    if isinstance(st.error, Conflict):
+                        # 409: bound by someone else in between (the informer will tell us
+                        # where), or being deleted (the informer will remove it); either
+                        # way nothing to requeue
+                        log.info(
+                            "bind conflict pod=%s node=%s: %s",
+                            pod.key,
+                            node,
+                            _conflict_cause(st.error),
+                        )
+                        self._failures.undo(fwk, state, assumed, node)
+                        self._queue.done(pod.uid)
+                        return
+                    raise BindRejected(st.message())
+                bound = True
+                self._cache.finish_binding(assumed)
+            fwk.run_post_bind(state, assumed, node)
+            self._bound(fwk, info, node, start)
+        except asyncio.CancelledError:
+            if not bound:
+                self._failures.undo(fwk, state, assumed, node)
+                self._queue.done(pod.uid)
+            raise
+        except (BindRejected, ApiError) as exc:
+            self._failures.undo(fwk, state, assumed, node)
+            # the room it held is free again: others may fit now
+            self._queue.assigned_pod_deleted(assumed)
+            self._failures.failed(
+                fwk,
+                info,
+                Status(Code.ERROR, (str(exc),)),
+                str(exc) if isinstance(exc, PreBindFailed) else f"binding rejected: {exc}",
+                start,
+                RESULT_ERROR,
+            )
+        except Exception as exc:
+            log.exception("binding cycle crashed pod=%s", pod.key)
+            self._failures.undo(fwk, state, assumed, node)
+            self._failures.failed(
+                fwk, info, Status.from_error(exc), f"binding failed: {exc}", start, RESULT_ERROR
+            )
+        finally:
+            self._metrics.goroutines.labels(operation="binding").set(len(self._tasks) - 1)
+
+    async def _wait_at_permit(
+        self, fwk: SchedulingFramework, waiting: WaitingPod, limit: float
+    ) -> None:
+        try:
+            st = await asyncio.wait_for(asyncio.shield(waiting.verdict), limit)
+        except TimeoutError:
+            st = Status.unschedulable(PERMIT_TIMEOUT)
+        finally:
+            fwk.waiting_pods.remove(waiting.pod.uid)
+        if not st.ok:
+            raise BindRejected(st.message())
+
+    def _bound(
+        self, fwk: SchedulingFramework, info: QueuedPodInfo[PodInfo], node: str, start: float
+    ) -> None:
+        pod = info.pod
+        profile = fwk.profile_name
+        now = self._clock.now()
+        m = self._metrics
+        m.schedule_attempts.labels(result=RESULT_SCHEDULED, profile=profile).inc()
+        m.scheduling_attempt_duration.labels(result=RESULT_SCHEDULED, profile=profile).observe(
+            now - start
+        )
+        attempts = max(info.attempts, 1)
+        m.pod_scheduling_attempts.observe(attempts)
+        first = info.initial_attempt_timestamp or info.timestamp
+        m.pod_scheduling_sli_duration.labels(attempts=str(min(attempts, 16))).observe(now - first)
+        log.info("bound pod=%s node=%s", pod.key, node)
+        self._events.event(
+            pod_ref(pod.namespace, pod.name, pod.uid),
+            "Normal",
+            "Scheduled",
+            "Binding",
+            f"Successfully assigned {pod.namespace}/{pod.name} to {node}",
+        )
+        self._queue.done(pod.uid)
+
+    def _fenced(
+        self,
+        fwk: SchedulingFramework,
+        state: CycleState,
+        info: QueuedPodInfo[PodInfo],
+        assumed: PodInfo,
+        node: str,
+    ) -> None:
+        """The lease is not surely held: the bind is not sent. The pod is forgotten and
+        requeued quietly (no event, no status: this replica is stepping down and the
+        next leader schedules it); the fence counted it and nudged the elector."""
+        log.info("lease not surely held, bind not sent pod=%s node=%s", info.pod.key, node)
+        self._failures.undo(fwk, state, assumed, node)
+        self._failures.requeue_quietly(info)
+
+
+def _conflict_cause(exc: Conflict) -> str:
+    """The API server's two 409s on pods/binding (pkg/registry/core/pod/storage
+    setPodNodeAndMetadata): the pod is being deleted, or it is already assigned."""
+    if "is being deleted" in exc.message:
+        return "pod is being deleted"
+    if "already assigned" in exc.message:
+        return "already bound"
+    return f"conflict: {exc.message}"

@@ -1,0 +1,129 @@
+"""What happens to a pod whose attempt failed (upstream handleSchedulingFailure).
+
+Shared by the scheduling cycle (a FitError, a crash) and the binding cycle (a rejected
+bind): count the attempt, requeue the pod unless it is gone, tell it with a
+FailedScheduling event, and write PodScheduled=False with its nomination, unless a
+preemption task writes the pod's status itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+
+from scheduler.cache import Cache, CacheError
+from scheduler.client.events import EventRecorder, pod_ref
+from scheduler.clock import Clock
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.scheduling_framework import SchedulingFramework
+from scheduler.framework.status import Status
+from scheduler.metrics import SchedulerMetrics
+from scheduler.model import PodInfo
+from scheduler.queue import QueuedPodInfo, SchedulingQueue
+from scheduler.status_writer import StatusWriter
+
+log = logging.getLogger("scheduler.loop")
+
+RESULT_SCHEDULED = "scheduled"
+RESULT_UNSCHEDULABLE = "unschedulable"
+RESULT_ERROR = "error"
+
+
+class FailureHandler:
+    def __init__(
+        self,
+        *,
+        cache: Cache,
+        queue: SchedulingQueue[PodInfo],
+        events: EventRecorder,
+        status_writer: StatusWriter,
+        metrics: SchedulerMetrics,
+        clock: Clock,
+        is_pending: Callable[[PodInfo], bool],
+    ) -> None:
+        self.cache = cache
+        self.queue = queue
+        self.events = events
+        self.status_writer = status_writer
+        self.metrics = metrics
+        self.clock = clock
+        # is the pod (by the informer's view) still pending and ours? guards requeues of
+        # pods that were deleted or bound elsewhere while their cycle ran
+        self.is_pending = is_pending
+
+    def undo(
+        self, fwk: SchedulingFramework, state: CycleState, assumed: PodInfo, node: str
+    ) -> None:
+        """Unreserve and forget the assumption."""
+        fwk.run_unreserve(state, assumed, node)
+        # CacheError: the informer already confirmed the pod somewhere; the cache follows it
+        with contextlib.suppress(CacheError):
+            self.cache.forget_pod(assumed)
+
+    def failed(
+        self,
+        fwk: SchedulingFramework,
+        info: QueuedPodInfo[PodInfo],
+        status: Status,
+        message: str,
+        start: float,
+        result: str,
+        *,
+        rejectors: set[str] | None = None,
+        nominated: str | None = None,
+        status_by_task: bool = False,
+    ) -> None:
+        """Requeue, keep the nomination, tell the pod. `nominated` (already in the
+        nominator) goes into the pod's status: a node, "" to clear nominatedNodeName,
+        None to leave it."""
+        pod = info.pod
+        profile = fwk.profile_name
+        self.metrics.schedule_attempts.labels(result=result, profile=profile).inc()
+        self.metrics.scheduling_attempt_duration.labels(result=result, profile=profile).observe(
+            self.clock.now() - start
+        )
+        if not self.is_pending(pod):
+            # deleted or bound elsewhere while the cycle ran: nothing to requeue
+            self.queue.done(pod.uid)
+            return
+        plugins = (
+            rejectors if rejectors is not None else ({status.plugin} if status.plugin else set())
+        )
+        if result == RESULT_ERROR:
+            plugins = set()  # an error goes to backoff, whatever the plugin
+        self.queue.add_unschedulable_if_not_present(info, plugins, self.queue.scheduling_cycle)
+        self.queue.done(pod.uid)
+        reason = "SchedulerError" if result == RESULT_ERROR else "Unschedulable"
+        log.info("unschedulable pod=%s reason=%s msg=%s", pod.key, reason, message)
+        self.events.event(
+            pod_ref(pod.namespace, pod.name, pod.uid),
+            "Warning",
+            "FailedScheduling",
+            "Scheduling",
+            message,
+        )
+        # a preemption's own task writes the preemptor's status (nomination included),
+        # off the loop; everyone else gets it written here
+        if status_by_task:
+            self.status_writer.forget(pod.uid)  # the task writes it; remember nothing stale
+        else:
+            self.status_writer.unschedulable(pod, reason, message, nominated)
+
+    def requeue_quietly(self, info: QueuedPodInfo[PodInfo]) -> None:
+        """Back to the queue (with backoff) with no event and no status: used when this
+        replica must not speak for the pod (the lease is not surely held) and as the
+        last resort when even the failure handling crashed."""
+        try:
+            if self.is_pending(info.pod):
+                self.queue.add_unschedulable_if_not_present(
+                    info, (), self.queue.scheduling_cycle
+                )
+        except Exception:
+            log.exception("requeue failed pod=%s", info.pod.key)
+        finally:
+            self.queue.done(info.pod.uid)
+
+
+def result_of(status: Status) -> str:
+    return RESULT_UNSCHEDULABLE if status.is_rejected else RESULT_ERROR
