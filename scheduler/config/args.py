@@ -18,12 +18,12 @@ from scheduler.config.errors import ConfigError, brief, type_name
 from scheduler.config.k8s_names import qualified_name
 from scheduler.config.reader import INT32, INT64, check_int
 from scheduler.model.errors import InvalidObject
-from scheduler.model.pod import (
+from scheduler.model.pod_affinity import PreferredSchedulingTerm
+from scheduler.model.pod_spread import (
     DO_NOT_SCHEDULE,
     POLICY_HONOR,
     POLICY_IGNORE,
     SCHEDULE_ANYWAY,
-    PreferredSchedulingTerm,
     SpreadConstraint,
 )
 from scheduler.model.selectors import (

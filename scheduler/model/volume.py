@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.model.errors import InvalidObject
-from scheduler.model.pod import parse_time
+from scheduler.model.json_fields import parse_time
 from scheduler.model.quantity import parse_int
 from scheduler.model.selectors import (
     LabelSelector,

@@ -36,7 +36,8 @@ from scheduler.framework.interfaces import (
     PreFilterResult,
 )
 from scheduler.framework.status import Code, Status
-from scheduler.model.pod import AffinityTerm, PodInfo, WeightedAffinityTerm
+from scheduler.model.pod import PodInfo
+from scheduler.model.pod_affinity import AffinityTerm, WeightedAffinityTerm
 from scheduler.model.selectors import LabelSelector
 from scheduler.plugins.helpers import QUEUE, SKIP, event
 

@@ -40,11 +40,11 @@ from scheduler.framework.interfaces import (
 )
 from scheduler.framework.status import Code, Status
 from scheduler.model.node import LABEL_HOSTNAME, LABEL_ZONE
-from scheduler.model.pod import (
+from scheduler.model.pod import PodInfo
+from scheduler.model.pod_spread import (
     DO_NOT_SCHEDULE,
     POLICY_HONOR,
     SCHEDULE_ANYWAY,
-    PodInfo,
     SpreadConstraint,
 )
 from scheduler.model.selectors import LabelSelector
