@@ -25,7 +25,7 @@ import numpy as np
 from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config import names
-from scheduler.config.args import InterPodAffinityArgs
+from scheduler.config.plugin_args import InterPodAffinityArgs
 from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle

@@ -28,7 +28,7 @@ from scheduler.cache.node_table import BoolArray, NodeTable
 from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config import names
-from scheduler.config.args import DEFAULTING_SYSTEM, PodTopologySpreadArgs
+from scheduler.config.plugin_args import DEFAULTING_SYSTEM, PodTopologySpreadArgs
 from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle

@@ -23,7 +23,7 @@ import numpy as np
 from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config import names
-from scheduler.config.args import UtilizationShapePoint, VolumeBindingArgs
+from scheduler.config.plugin_args import UtilizationShapePoint, VolumeBindingArgs
 from scheduler.framework.cluster_event import (
     ActionType,
     ClusterEventWithHint,
