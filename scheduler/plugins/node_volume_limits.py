@@ -30,14 +30,14 @@ from scheduler.framework.cluster_event import (
 )
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
-from scheduler.framework.interfaces import BatchFilterResult, IntArray, PreFilterResult
+from scheduler.framework.interfaces import PreFilterResult
 from scheduler.framework.status import Code, Status
 from scheduler.model.csi import CSINodeInfo
 from scheduler.model.pod import PodInfo
 from scheduler.model.volume import PVCInfo
 from scheduler.plugins.helpers import QUEUE, SKIP, event
 from scheduler.plugins.volume_binder import claim_not_owned
-from scheduler.plugins.volume_filtering import filter_each_node
+from scheduler.plugins.volume_filtering import FiltersEachNode, pod_claims, pvc_not_found
 
 REASON_MAX_VOLUME_COUNT = "node(s) exceed max volume count"
 
@@ -65,7 +65,7 @@ def _migrated(csi_node: CSINodeInfo | None, plugin: str) -> bool:
     return plugin in csi_node.migrated_plugins.split(",")
 
 
-class NodeVolumeLimits:
+class NodeVolumeLimits(FiltersEachNode):
     name = names.NODE_VOLUME_LIMITS
 
     def __init__(self, handle: Handle) -> None:
@@ -101,15 +101,12 @@ class NodeVolumeLimits:
         self, pod: PodInfo, csi_node: CSINodeInfo | None, new_pod: bool, out: dict[str, str]
     ) -> None:
         storage = self._handle.storage
-        for v in pod.volumes:
-            if not v.claim_name:
-                continue
-            pvc = storage.get_pvc(pod.namespace, v.claim_name)
+        for v, pvc in pod_claims(pod, storage):
             if pvc is None:
                 if new_pod:
                     raise _LookupError(
                         f"looking up PVC {pod.namespace}/{v.claim_name}: "
-                        f'persistentvolumeclaim "{v.claim_name}" not found',
+                        + pvc_not_found(v.claim_name),
                         True,
                     )
                 continue
@@ -182,11 +179,6 @@ class NodeVolumeLimits:
                 continue
             out[f"{va.attacher}/{pv.csi_handle}"] = va.attacher
         return out
-
-    def filter_batch(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, slots: IntArray
-    ) -> BatchFilterResult:
-        return filter_each_node(self.filter, state, pod, snapshot, slots)
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
