@@ -1,11 +1,13 @@
 """The slim pod record (PodInfo) built once from the API server's raw JSON.
 
-Everything the scheduling algorithm reads is parsed here, up front, so plugins never
+Everything the scheduling algorithm reads is parsed once, up front, so plugins never
 look at raw dicts: the effective request vector (as upstream's resource.PodRequests,
 sidecar-aware), the non-zero requests used by scoring, host ports, tolerations, node
 selector and node affinity, pod (anti-)affinity terms with their namespaces resolved,
 topology spread constraints with matchLabelKeys merged into the selector, images,
-PVC names, owner references and conditions.
+PVC names, owner references and conditions. Each part is read by its own module
+(pod_resource_inputs, pod_ports, taints, pod_affinity, pod_spread, pod_volumes);
+pod_from_dict assembles the record.
 
 Nothing the API server accepts makes a pod unreadable (upstream keeps every pod it
 receives): a node-affinity term that does not parse fails alone, lazily, as upstream's
