@@ -23,7 +23,8 @@ PreEnqueue check and the per-plugin events are supplied at construction. Time co
 an injectable clock; the periodic flushes are plain methods so tests call them directly.
 
 Its parts live beside it: backoffQ (backoff_queue), the in-flight pods and their events
-(in_flight), the queueing-hint decision (queueing_hints), the metrics (queue_metrics).
+(in_flight), the queueing-hint decision (queueing_hints), the metrics (queue_metrics), the
+periodic flushes and the lifecycle (flush_tasks), the queue names (statistics).
 
 Thread model: one asyncio loop; all methods but ``pop`` are synchronous and never await,
 so each is atomic with respect to other tasks.
@@ -47,8 +48,7 @@ from scheduler.queue.heap import KeyedHeap
 from scheduler.queue.in_flight import InFlightPods
 from scheduler.queue.pod_info import LessFn, P, QueuedPodInfo, priority_sort_less
 from scheduler.queue.queue_metrics import QueueMetrics
-from scheduler.queue.queueing_hints import QueueingHints
-from scheduler.queue.queueing_hints import RequeueStrategy as _Strategy
+from scheduler.queue.queueing_hints import QueueingHints, RequeueStrategy
 from scheduler.queue.statistics import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, QueueStatistics
 
 log = logging.getLogger(__name__)
@@ -155,7 +155,7 @@ class SchedulingQueue(Generic[P]):
             if event is None:
                 return
             strategy = self._hints.strategy(info, event, old, new)
-            if strategy is not _Strategy.SKIP:
+            if strategy is not RequeueStrategy.SKIP:
                 del self._unschedulable[uid]
                 self._requeue(info, strategy, ev.POD_UPDATE)
 
@@ -255,22 +255,22 @@ class SchedulingQueue(Generic[P]):
         self._metrics.count_unschedulable(info)
 
         if flight is not None and flight.force_activate:
-            strategy = _Strategy.IMMEDIATELY
+            strategy = RequeueStrategy.IMMEDIATELY
         elif not info.rejector_plugins():
-            strategy = _Strategy.AFTER_BACKOFF
+            strategy = RequeueStrategy.AFTER_BACKOFF
         elif flight is not None:
-            strategy = _Strategy.SKIP
+            strategy = RequeueStrategy.SKIP
             for rec in self._in_flight.events_seen_by(flight):
                 s = self._hints.strategy(info, rec.event, rec.old, rec.new)
-                if s is not _Strategy.SKIP:
+                if s is not RequeueStrategy.SKIP:
                     strategy = s
                     break
         elif self._move_request_cycle >= pod_scheduling_cycle:
-            strategy = _Strategy.AFTER_BACKOFF
+            strategy = RequeueStrategy.AFTER_BACKOFF
         else:
-            strategy = _Strategy.SKIP
+            strategy = RequeueStrategy.SKIP
 
-        if strategy is _Strategy.SKIP:
+        if strategy is RequeueStrategy.SKIP:
             self._unschedulable[uid] = info
             self._metrics.incoming(UNSCHEDULABLE, ev.SCHEDULE_ATTEMPT_FAILURE)
             return UNSCHEDULABLE
@@ -315,7 +315,7 @@ class SchedulingQueue(Generic[P]):
                 if pre_check is not None and not pre_check(info.pod):
                     continue
                 strategy = self._hints.strategy(info, event, old, new)
-                if strategy is _Strategy.SKIP:
+                if strategy is RequeueStrategy.SKIP:
                     continue
                 del source[uid]
                 self._requeue(info, strategy, label)
@@ -344,12 +344,12 @@ class SchedulingQueue(Generic[P]):
         for uid, info in list(self._unschedulable.items()):
             if now - info.timestamp > self._max_in_unschedulable:
                 del self._unschedulable[uid]
-                self._requeue(info, _Strategy.AFTER_BACKOFF, label)
+                self._requeue(info, RequeueStrategy.AFTER_BACKOFF, label)
                 moved += 1
         for uid, info in list(self._gated.items()):
             if now - info.timestamp > self._max_in_unschedulable:
                 del self._gated[uid]
-                if self._requeue(info, _Strategy.AFTER_BACKOFF, label) != GATED:
+                if self._requeue(info, RequeueStrategy.AFTER_BACKOFF, label) != GATED:
                     moved += 1
         return moved
 
@@ -477,12 +477,12 @@ class SchedulingQueue(Generic[P]):
         self._wakeup.set()
         return ACTIVE
 
-    def _requeue(self, info: QueuedPodInfo[P], strategy: _Strategy, label: str) -> str:
+    def _requeue(self, info: QueuedPodInfo[P], strategy: RequeueStrategy, label: str) -> str:
         """Into backoffQ if still backing off (and not only waiting on Pending plugins),
         else through PreEnqueue into activeQ."""
         pending_only = bool(info.pending_plugins) and not info.unschedulable_plugins
         if (
-            strategy is _Strategy.AFTER_BACKOFF
+            strategy is RequeueStrategy.AFTER_BACKOFF
             and not info.gated
             and not pending_only
             and self._backoff.backing_off(info)
