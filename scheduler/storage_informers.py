@@ -33,6 +33,11 @@ CSI_STORAGE_CAPACITIES = Resource("storage.k8s.io", "v1", "csistoragecapacities"
 VOLUME_ATTACHMENTS = Resource("storage.k8s.io", "v1", "volumeattachments")
 
 
+_ListerWrite = Callable[[Any], object]
+# (collection, transform, event resource, put into the listers, drop from them)
+_StorageKind = tuple[Resource, Callable[[Any], Any], EventResource, _ListerWrite, _ListerWrite]
+
+
 class EventSink(Protocol):
     def move_all_to_active_or_backoff(
         self, event: ClusterEvent, old: Any = None, new: Any = None
@@ -45,8 +50,8 @@ class StorageFeed:
     def __init__(
         self,
         resource: EventResource,
-        put: Callable[[Any], object],
-        drop: Callable[[Any], object],
+        put: _ListerWrite,
+        drop: _ListerWrite,
         sink: Callable[[], EventSink | None],
     ) -> None:
         self._resource = resource
@@ -79,37 +84,30 @@ def storage_informers(
     connection: Connection, ls: InMemoryListers, sink: Callable[[], EventSink | None]
 ) -> list[Informer[Any]]:
     """`sink` is looked up per event (the queue may be built after the informers)."""
-
-    def feed(
-        resource: EventResource, put: Callable[[Any], object], drop: Callable[[Any], object]
-    ) -> StorageFeed:
-        return StorageFeed(resource, put, drop, sink)
-
-    return [
-        Informer(connection, PVCS, pvc_from_dict,
-                 feed(EventResource.PVC, ls.set_pvc, lambda o: ls.pvcs.pop(o.key, None)),
-                 name="persistentvolumeclaims"),
-        Informer(connection, PVS, pv_from_dict,
-                 feed(EventResource.PV, ls.set_pv, lambda o: ls.pvs.pop(o.name, None)),
-                 name="persistentvolumes"),
-        Informer(connection, STORAGE_CLASSES, storage_class_from_dict,
-                 feed(EventResource.STORAGE_CLASS, ls.set_storage_class,
-                      lambda o: ls.storage_classes.pop(o.name, None)),
-                 name="storageclasses"),
-        Informer(connection, CSI_NODES, csi_node_from_dict,
-                 feed(EventResource.CSI_NODE, ls.set_csi_node,
-                      lambda o: ls.csi_nodes.pop(o.name, None)),
-                 name="csinodes"),
-        Informer(connection, CSI_DRIVERS, csi_driver_from_dict,
-                 feed(EventResource.CSI_DRIVER, ls.set_csi_driver,
-                      lambda o: ls.csi_drivers.pop(o.name, None)),
-                 name="csidrivers"),
-        Informer(connection, CSI_STORAGE_CAPACITIES, csi_storage_capacity_from_dict,
-                 feed(EventResource.CSI_STORAGE_CAPACITY, ls.set_csi_storage_capacity,
-                      lambda o: ls.csi_capacities.pop(o.key, None)),
-                 name="csistoragecapacities"),
-        Informer(connection, VOLUME_ATTACHMENTS, volume_attachment_from_dict,
-                 feed(EventResource.VOLUME_ATTACHMENT, ls.set_volume_attachment,
-                      lambda o: ls.volume_attachments.pop(o.name, None)),
-                 name="volumeattachments"),
+    kinds: list[_StorageKind] = [
+        (PVCS, pvc_from_dict, EventResource.PVC,
+         ls.set_pvc, lambda o: ls.pvcs.pop(o.key, None)),
+        (PVS, pv_from_dict, EventResource.PV,
+         ls.set_pv, lambda o: ls.pvs.pop(o.name, None)),
+        (STORAGE_CLASSES, storage_class_from_dict, EventResource.STORAGE_CLASS,
+         ls.set_storage_class, lambda o: ls.storage_classes.pop(o.name, None)),
+        (CSI_NODES, csi_node_from_dict, EventResource.CSI_NODE,
+         ls.set_csi_node, lambda o: ls.csi_nodes.pop(o.name, None)),
+        (CSI_DRIVERS, csi_driver_from_dict, EventResource.CSI_DRIVER,
+         ls.set_csi_driver, lambda o: ls.csi_drivers.pop(o.name, None)),
+        (CSI_STORAGE_CAPACITIES, csi_storage_capacity_from_dict,
+         EventResource.CSI_STORAGE_CAPACITY,
+         ls.set_csi_storage_capacity, lambda o: ls.csi_capacities.pop(o.key, None)),
+        (VOLUME_ATTACHMENTS, volume_attachment_from_dict, EventResource.VOLUME_ATTACHMENT,
+         ls.set_volume_attachment, lambda o: ls.volume_attachments.pop(o.name, None)),
     ]  # fmt: skip
+    return [
+        Informer(
+            connection,
+            resource,
+            transform,
+            StorageFeed(event_resource, put, drop, sink),
+            name=resource.plural,
+        )
+        for resource, transform, event_resource, put, drop in kinds
+    ]

@@ -52,26 +52,25 @@ def brief(value: Any, limit: int = 60, *, quote: bool = True) -> str:
     return one_line(text, limit)
 
 
+# the first entry whose type matches names the value (bool before int: a bool is an int)
+_TYPE_NAMES: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (type(None), "null"),
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (list, "list"),
+    (Mapping, "object"),
+    ((bytes, bytearray), "binary"),
+    (dt.date, "timestamp"),
+)
+
+
 def type_name(v: Any) -> str:
     """A value's type in the file's words (as upstream's decoding errors speak)."""
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int):
-        return "integer"
-    if isinstance(v, float):
-        return "number"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, list):
-        return "list"
-    if isinstance(v, Mapping):
-        return "object"
-    if isinstance(v, bytes | bytearray):
-        return "binary"
-    if isinstance(v, dt.date):
-        return "timestamp"
+    for types, name in _TYPE_NAMES:
+        if isinstance(v, types):
+            return name
     return type(v).__name__
 
 

@@ -17,28 +17,32 @@ DNS1123_SUBDOMAIN_MAX = 253
 QUALIFIED_NAME_MAX = 63
 
 
+def _dns_name(value: str, limit: int, pattern: re.Pattern[str], rule: str) -> str | None:
+    if len(value) > limit:
+        return f"must be no more than {limit} characters"
+    return None if pattern.fullmatch(value) else rule
+
+
 def dns1123_label(value: str) -> str | None:
     """IsDNS1123Label: a namespace name, for instance."""
-    if len(value) > DNS1123_LABEL_MAX:
-        return f"must be no more than {DNS1123_LABEL_MAX} characters"
-    if not _DNS1123_LABEL_RE.fullmatch(value):
-        return (
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters"
-            " or '-', and must start and end with an alphanumeric character"
-        )
-    return None
+    return _dns_name(
+        value,
+        DNS1123_LABEL_MAX,
+        _DNS1123_LABEL_RE,
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters"
+        " or '-', and must start and end with an alphanumeric character",
+    )
 
 
 def dns1123_subdomain(value: str) -> str | None:
     """IsDNS1123Subdomain: most object names (a Lease), and a pod's spec.schedulerName."""
-    if len(value) > DNS1123_SUBDOMAIN_MAX:
-        return f"must be no more than {DNS1123_SUBDOMAIN_MAX} characters"
-    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
-        return (
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric"
-            " characters, '-' or '.', and must start and end with an alphanumeric character"
-        )
-    return None
+    return _dns_name(
+        value,
+        DNS1123_SUBDOMAIN_MAX,
+        _DNS1123_SUBDOMAIN_RE,
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric"
+        " characters, '-' or '.', and must start and end with an alphanumeric character",
+    )
 
 
 def qualified_name(value: str) -> str | None:

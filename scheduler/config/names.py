@@ -78,41 +78,28 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
 
 NOT_IMPLEMENTED: frozenset[str] = frozenset()
 
+# the Filter plugins that prepare their state in a PreFilter, in the default order
+_FILTERS_WITH_PRE_FILTER = (
+    NODE_AFFINITY,
+    NODE_PORTS,
+    NODE_RESOURCES_FIT,
+    VOLUME_RESTRICTIONS,
+    NODE_VOLUME_LIMITS,
+    VOLUME_BINDING,
+    VOLUME_ZONE,
+    POD_TOPOLOGY_SPREAD,
+    INTER_POD_AFFINITY,
+)
+
 # The same defaults expanded per extension point (what upstream's multiPoint expansion
 # yields), for documentation, `--dump-config` and tests.
 DEFAULT_PLUGINS: dict[str, tuple[PluginRef, ...]] = {
     PRE_ENQUEUE: (PluginRef(SCHEDULING_GATES), PluginRef(DEFAULT_PREEMPTION)),
     QUEUE_SORT: (PluginRef(PRIORITY_SORT),),
-    PRE_FILTER: tuple(
-        PluginRef(n)
-        for n in (
-            NODE_AFFINITY,
-            NODE_PORTS,
-            NODE_RESOURCES_FIT,
-            VOLUME_RESTRICTIONS,
-            NODE_VOLUME_LIMITS,
-            VOLUME_BINDING,
-            VOLUME_ZONE,
-            POD_TOPOLOGY_SPREAD,
-            INTER_POD_AFFINITY,
-        )
-    ),
+    PRE_FILTER: tuple(PluginRef(n) for n in _FILTERS_WITH_PRE_FILTER),
     FILTER: tuple(
         PluginRef(n)
-        for n in (
-            NODE_UNSCHEDULABLE,
-            NODE_NAME,
-            TAINT_TOLERATION,
-            NODE_AFFINITY,
-            NODE_PORTS,
-            NODE_RESOURCES_FIT,
-            VOLUME_RESTRICTIONS,
-            NODE_VOLUME_LIMITS,
-            VOLUME_BINDING,
-            VOLUME_ZONE,
-            POD_TOPOLOGY_SPREAD,
-            INTER_POD_AFFINITY,
-        )
+        for n in (NODE_UNSCHEDULABLE, NODE_NAME, TAINT_TOLERATION, *_FILTERS_WITH_PRE_FILTER)
     ),
     POST_FILTER: (PluginRef(DEFAULT_PREEMPTION),),
     PRE_SCORE: tuple(
@@ -144,12 +131,5 @@ DEFAULT_PLUGINS: dict[str, tuple[PluginRef, ...]] = {
     POST_BIND: (),
 }
 
-ALL_PLUGINS = frozenset(
-    {
-        PRIORITY_SORT, SCHEDULING_GATES, NODE_UNSCHEDULABLE, NODE_NAME, TAINT_TOLERATION,
-        NODE_AFFINITY, NODE_PORTS, NODE_RESOURCES_FIT, VOLUME_RESTRICTIONS, NODE_VOLUME_LIMITS,
-        VOLUME_BINDING, VOLUME_ZONE, POD_TOPOLOGY_SPREAD,
-        INTER_POD_AFFINITY, DEFAULT_PREEMPTION, NODE_RESOURCES_BALANCED_ALLOCATION,
-        IMAGE_LOCALITY, DEFAULT_BINDER,
-    }
-)  # fmt: skip
+# every in-tree plugin is in the default set
+ALL_PLUGINS = frozenset(ref.name for ref in DEFAULT_MULTI_POINT)

@@ -15,6 +15,7 @@ from typing import Any
 
 from scheduler.config.duration import parse_duration
 from scheduler.config.errors import ConfigError, brief, type_name
+from scheduler.config.k8s_names import qualified_name
 
 # Go's integer types of the v1 API (k8s.io/kube-scheduler/config/v1/types*.go): a number
 # outside its field's type fails decoding upstream ("cannot unmarshal number ... into Go
@@ -26,9 +27,16 @@ FLOAT32_MAX = 3.4028234663852886e38
 
 
 class Fields:
-    """Typed getters over one raw mapping; ``done()`` rejects fields nobody read."""
+    """Typed getters over one raw mapping; ``done()`` rejects fields nobody read.
 
-    def __init__(self, raw: Any, path: str) -> None:
+    With `known` (the object's fields) any other field is refused at once, before any
+    value is looked at, as upstream's strict decoding fails before validation runs (a
+    mis-cased "Type" is reported as the unknown field it is, not as a missing "type").
+    Plugin args objects (`args=True`) also carry apiVersion and kind."""
+
+    def __init__(
+        self, raw: Any, path: str, known: tuple[str, ...] = (), *, args: bool = False
+    ) -> None:
         if raw is None:
             raw = {}
         if not isinstance(raw, Mapping):
@@ -38,7 +46,12 @@ class Fields:
                 raise ConfigError(path, f"a field name must be a string, got {brief(key)}")
         self.raw: Mapping[str, Any] = raw
         self.path = path
-        self._seen: set[str] = set()
+        self._seen: set[str] = {"apiVersion", "kind"} if args else set()
+        if known:
+            allowed = {*known, *self._seen}
+            for key in raw:
+                if key not in allowed:
+                    raise ConfigError(self.sub(brief(key, quote=False)), "unknown field")
 
     def sub(self, key: str) -> str:
         return f"{self.path}.{key}" if self.path else key
@@ -50,8 +63,25 @@ class Fields:
         self._seen.add(key)
         return self.raw.get(key)
 
-    def int_(self, key: str, default: int, go_type: tuple[int, int] = INT32) -> int:
-        return check_int(self.get(key), default, self.sub(key), go_type)
+    def skip(self, key: str) -> None:
+        """Count the field as read (its value is read elsewhere)."""
+        self._seen.add(key)
+
+    def int_(
+        self,
+        key: str,
+        default: int,
+        go_type: tuple[int, int] = INT32,
+        *,
+        lo: int | None = None,
+        hi: int | None = None,
+    ) -> int:
+        """An integer of the Go type (int32 unless said), then within [lo, hi]."""
+        v = check_int(self.get(key), default, self.sub(key), go_type)
+        if (lo is not None and v < lo) or (hi is not None and v > hi):
+            rng = f"[{lo if lo is not None else '-inf'}, {hi if hi is not None else 'inf'}]"
+            raise ConfigError(self.sub(key), f"must be in the range {rng}, got {brief(v)}")
+        return v
 
     def optional_int(self, key: str, go_type: tuple[int, int] = INT32) -> int | None:
         return self.int_(key, 0, go_type) if self.has(key) else self.get(key)
@@ -70,21 +100,28 @@ class Fields:
             raise ConfigError(self.sub(key), f"must be a finite float32, got {brief(v)}")
         return f
 
-    def bool_(self, key: str, default: bool) -> bool:
+    def _typed(self, key: str, type_: type, what: str) -> Any:
+        """The field's value, None when absent; a value of another type is an error."""
         v = self.get(key)
-        if v is None:
-            return default
-        if not isinstance(v, bool):
-            raise ConfigError(self.sub(key), f"must be a boolean, got {type_name(v)}")
+        if v is not None and not isinstance(v, type_):
+            raise ConfigError(self.sub(key), f"must be {what}, got {type_name(v)}")
         return v
 
-    def str_(self, key: str, default: str) -> str:
+    def bool_(self, key: str, default: bool) -> bool:
+        v = self._typed(key, bool, "a boolean")
+        return default if v is None else bool(v)
+
+    def choice(self, key: str, default: str, choices: tuple[str, ...]) -> str:
         v = self.get(key)
         if v is None:
             return default
-        if not isinstance(v, str):
-            raise ConfigError(self.sub(key), f"must be a string, got {type_name(v)}")
-        return v
+        if v not in choices:
+            raise ConfigError(self.sub(key), f"must be one of {', '.join(choices)}; got {brief(v)}")
+        return str(v)
+
+    def str_(self, key: str, default: str) -> str:
+        v = self._typed(key, str, "a string")
+        return default if v is None else str(v)
 
     def duration(self, key: str, default: float) -> float:
         v = self.get(key)
@@ -102,12 +139,19 @@ class Fields:
             ) from None
 
     def list_(self, key: str) -> list[Any]:
-        v = self.get(key)
-        if v is None:
-            return []
-        if not isinstance(v, list):
-            raise ConfigError(self.sub(key), f"must be a list, got {type_name(v)}")
-        return v
+        v = self._typed(key, list, "a list")
+        return [] if v is None else list(v)
+
+    def label_names(self, key: str) -> frozenset[str]:
+        """A list of label-style names (metav1validation.ValidateLabelName each)."""
+        items = self.list_(key)
+        for i, s in enumerate(items):
+            if not isinstance(s, str):
+                raise ConfigError(f"{self.sub(key)}[{i}]", f"must be a string, got {type_name(s)}")
+            problem = qualified_name(s)
+            if problem is not None:
+                raise ConfigError(f"{self.sub(key)}[{i}]", f"{brief(s)}: {problem}")
+        return frozenset(items)
 
     def obj(self, key: str) -> Fields:
         return Fields(self.get(key), self.sub(key))

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from scheduler.config.args import PluginArgs
 from scheduler.config.names import PluginRef
+from scheduler.config.plugin_args import PluginArgs
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
@@ -110,7 +110,7 @@ class Plugins:
 @dataclass(frozen=True, slots=True)
 class PluginConfig:
     name: str
-    args: PluginArgs | None  # typed, defaulted (scheduler.config.args)
+    args: PluginArgs | None  # typed, defaulted (scheduler.config.plugin_args)
     # as written (for the dump); not part of equality: the typed args are what counts
     raw: Mapping[str, object] = field(default_factory=dict, compare=False)
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.model.errors import InvalidObject
+from scheduler.model.json_fields import object_name
 from scheduler.model.quantity import parse_int
 from scheduler.model.selectors import LabelSelector, parse_label_selector
 
@@ -63,15 +64,6 @@ class VolumeAttachmentInfo:
     pv_name: str | None = None  # spec.source.persistentVolumeName
 
 
-def _meta(raw: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
-    if not isinstance(raw, Mapping):
-        raise InvalidObject("", f"{kind} must be an object")
-    meta = raw.get("metadata") or {}
-    if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str) or not meta["name"]:
-        raise InvalidObject("metadata.name", "must be a non-empty string")
-    return meta
-
-
 def _quantity(raw: Any, path: str) -> int | None:
     if raw is None:
         return None
@@ -82,7 +74,7 @@ def _quantity(raw: Any, path: str) -> int | None:
 
 
 def csi_node_from_dict(raw: Mapping[str, Any]) -> CSINodeInfo:
-    meta = _meta(raw, "csinode")
+    meta, name = object_name(raw, "csinode")
     drivers: dict[str, int | None] = {}
     for i, d in enumerate((raw.get("spec") or {}).get("drivers") or []):
         if not isinstance(d, Mapping) or not d.get("name"):
@@ -91,28 +83,28 @@ def csi_node_from_dict(raw: Mapping[str, Any]) -> CSINodeInfo:
         drivers[str(d["name"])] = int(count) if count is not None else None
     anns = meta.get("annotations") or {}
     return CSINodeInfo(
-        name=str(meta["name"]),
+        name=name,
         drivers=drivers,
         migrated_plugins=str(anns.get(ANN_MIGRATED_PLUGINS) or ""),
     )
 
 
 def csi_driver_from_dict(raw: Mapping[str, Any]) -> CSIDriverInfo:
-    meta = _meta(raw, "csidriver")
+    _, name = object_name(raw, "csidriver")
     spec = raw.get("spec") or {}
     return CSIDriverInfo(
-        name=str(meta["name"]),
+        name=name,
         storage_capacity=bool(spec.get("storageCapacity")),
         prevent_scheduling_if_missing=bool(spec.get("preventPodSchedulingIfMissing")),
     )
 
 
 def csi_storage_capacity_from_dict(raw: Mapping[str, Any]) -> CSIStorageCapacityInfo:
-    meta = _meta(raw, "csistoragecapacity")
+    meta, name = object_name(raw, "csistoragecapacity")
     topo = raw.get("nodeTopology")
     return CSIStorageCapacityInfo(
         namespace=str(meta.get("namespace") or ""),
-        name=str(meta["name"]),
+        name=name,
         storage_class_name=str(raw.get("storageClassName") or ""),
         node_topology=parse_label_selector(topo, "nodeTopology") if topo is not None else None,
         capacity=_quantity(raw.get("capacity"), "capacity"),
@@ -121,11 +113,11 @@ def csi_storage_capacity_from_dict(raw: Mapping[str, Any]) -> CSIStorageCapacity
 
 
 def volume_attachment_from_dict(raw: Mapping[str, Any]) -> VolumeAttachmentInfo:
-    meta = _meta(raw, "volumeattachment")
+    _, name = object_name(raw, "volumeattachment")
     spec = raw.get("spec") or {}
     pv = (spec.get("source") or {}).get("persistentVolumeName")
     return VolumeAttachmentInfo(
-        name=str(meta["name"]),
+        name=name,
         node_name=str(spec.get("nodeName") or ""),
         attacher=str(spec.get("attacher") or ""),
         pv_name=str(pv) if pv else None,

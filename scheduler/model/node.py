@@ -6,16 +6,14 @@ millicores, everything else in integer units), images (name -> size), Ready.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from scheduler.model.errors import InvalidObject
+from scheduler.model.json_fields import Problems, json_list, object_entries, string_map
 from scheduler.model.quantity import PODS, parse_resource
 from scheduler.model.taints import EFFECTS, NO_EXECUTE, NO_SCHEDULE, Taint
-
-_R = TypeVar("_R")
-_D = TypeVar("_D")
 
 LABEL_HOSTNAME = "kubernetes.io/hostname"
 LABEL_ZONE = "topology.kubernetes.io/zone"
@@ -82,11 +80,11 @@ def node_from_dict(raw: Any) -> NodeInfo:
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise InvalidObject("metadata.name", "must be a non-empty string")
-    problems = _NodeProblems()
+    problems = Problems()
     spec: dict[str, Any] | None = problems.read(_object, raw.get("spec"), "spec", default=None)
     status: dict[str, Any] = problems.read(_object, raw.get("status"), "status", default={})
     labels: dict[str, str] = problems.read(
-        _string_map, meta.get("labels"), "metadata.labels", default={}
+        string_map, meta.get("labels"), "metadata.labels", default={}
     )
     taints: tuple[Taint, ...]
     if spec is None:  # unreadable: it may have had taints, or said unschedulable
@@ -118,24 +116,6 @@ def node_from_dict(raw: Any) -> NodeInfo:
     )
 
 
-class _NodeProblems:
-    """Collects what could not be read (each "path: detail"), so one bad part of a node
-    costs only itself."""
-
-    def __init__(self) -> None:
-        self.found: list[str] = []
-
-    def add(self, path: str, detail: str) -> None:
-        self.found.append(str(InvalidObject(path, detail)))
-
-    def read(self, fn: Callable[[Any, str], _R], value: Any, path: str, *, default: _D) -> _R | _D:
-        try:
-            return fn(value, path)
-        except InvalidObject as e:
-            self.found.append(str(e))
-            return default
-
-
 def _text(value: Any) -> str:
     """An optional string field (uid, resourceVersion): anything else reads as ""."""
     return value if isinstance(value, str) else ""
@@ -146,24 +126,6 @@ def _object(value: Any, path: str) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         raise InvalidObject(path, "must be an object")
-    return value
-
-
-def _string_map(value: Any, path: str) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-    ):
-        raise InvalidObject(path, "must be a map of strings")
-    return dict(value)
-
-
-def _list(value: Any, path: str) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise InvalidObject(path, "must be a list")
     return value
 
 
@@ -179,10 +141,7 @@ def _taints(value: Any, path: str) -> tuple[Taint, ...]:
     """spec.taints; one unreadable entry makes the whole list unreadable (a node must
     not lose a taint that may have kept pods away)."""
     out: list[Taint] = []
-    for i, t in enumerate(_list(value, path)):
-        where = f"{path}[{i}]"
-        if not isinstance(t, dict):
-            raise InvalidObject(where, "must be an object")
+    for where, t in object_entries(value, path):
         key, taint_value, effect = t.get("key"), t.get("value"), t.get("effect")
         if not isinstance(key, str) or not key:
             raise InvalidObject(f"{where}.key", "must be a non-empty string")
@@ -194,7 +153,7 @@ def _taints(value: Any, path: str) -> tuple[Taint, ...]:
     return tuple(out)
 
 
-def _allocatable(status: dict[str, Any], problems: _NodeProblems) -> dict[str, int]:
+def _allocatable(status: dict[str, Any], problems: Problems) -> dict[str, int]:
     """status.allocatable (status.capacity when absent). An unreadable amount is left
     out: the resource reads as 0 on this node, so nothing is placed against it."""
     path = "status.allocatable"
@@ -212,11 +171,11 @@ def _allocatable(status: dict[str, Any], problems: _NodeProblems) -> dict[str, i
     return out
 
 
-def _images(value: Any, path: str, problems: _NodeProblems) -> dict[str, int]:
+def _images(value: Any, path: str, problems: Problems) -> dict[str, int]:
     """status.images (ImageLocality scores with it). Unreadable entries are left out."""
     images: dict[str, int] = {}
     none: list[Any] = []
-    for i, img in enumerate(problems.read(_list, value, path, default=none)):
+    for i, img in enumerate(problems.read(json_list, value, path, default=none)):
         where = f"{path}[{i}]"
         if not isinstance(img, dict):
             problems.add(where, "must be an object")
@@ -229,7 +188,7 @@ def _images(value: Any, path: str, problems: _NodeProblems) -> dict[str, int]:
                 f"{where}.sizeBytes", f"must be a non-negative integer, got {_short(size)}"
             )
             continue
-        names = problems.read(_list, img.get("names"), f"{where}.names", default=none)
+        names = problems.read(json_list, img.get("names"), f"{where}.names", default=none)
         for j, n in enumerate(names):
             if isinstance(n, str):
                 images[_normalize_image(n)] = size
@@ -241,9 +200,7 @@ def _images(value: Any, path: str, problems: _NodeProblems) -> dict[str, int]:
 def _ready(value: Any, path: str) -> bool:
     """The Ready condition's status is "True" (last one wins, as before)."""
     ready = False
-    for i, c in enumerate(_list(value, path)):
-        if not isinstance(c, dict):
-            raise InvalidObject(f"{path}[{i}]", "must be an object")
+    for _, c in object_entries(value, path):
         if c.get("type") == "Ready":
             ready = c.get("status") == "True"
     return ready

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.model.errors import InvalidObject
+from scheduler.model.json_fields import object_name
 from scheduler.model.pod import PodInfo
 from scheduler.model.selectors import LabelSelector, parse_label_selector
 
@@ -59,14 +60,7 @@ def _selector(raw: Any) -> LabelSelector:
 
 def pdb_from_dict(raw: Mapping[str, Any]) -> PDBInfo:
     """Build a PDBInfo from a raw policy/v1 PodDisruptionBudget dict."""
-    if not isinstance(raw, Mapping):
-        raise InvalidObject("", "poddisruptionbudget must be an object")
-    meta = raw.get("metadata") or {}
-    if not isinstance(meta, Mapping):
-        raise InvalidObject("metadata", "must be an object")
-    name = meta.get("name")
-    if not isinstance(name, str) or not name:
-        raise InvalidObject("metadata.name", "must be a non-empty string")
+    meta, name = object_name(raw, "poddisruptionbudget")
     namespace = str(meta.get("namespace") or "default")
     key = f"{namespace}/{name}"
     spec = raw.get("spec") or {}

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.model.errors import InvalidObject
+from scheduler.model.json_fields import object_name
 from scheduler.model.pod import PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER
 
 __all__ = ["PriorityClassInfo", "priority_class_from_dict", "resolve_priority"]
@@ -32,14 +33,7 @@ class PriorityClassInfo:
 
 
 def priority_class_from_dict(raw: Mapping[str, Any]) -> PriorityClassInfo:
-    if not isinstance(raw, Mapping):
-        raise InvalidObject("", "priorityclass must be an object")
-    meta = raw.get("metadata") or {}
-    if not isinstance(meta, Mapping):
-        raise InvalidObject("metadata", "must be an object")
-    name = meta.get("name")
-    if not isinstance(name, str) or not name:
-        raise InvalidObject("metadata.name", "must be a non-empty string")
+    meta, name = object_name(raw, "priorityclass")
     value = raw.get("value", 0)
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidObject("value", f"must be an integer, got {value!r}", name)

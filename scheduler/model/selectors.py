@@ -305,6 +305,22 @@ def _strings(raw: Any, path: str) -> list[str]:
     return raw
 
 
+def _requirement_parts(raw: Any, path: str, *, key_required: bool) -> tuple[str, str, list[str]]:
+    """A selector requirement's key, operator and values, each of the right JSON type
+    (a matchExpressions key must also be non-empty; a matchFields key may be any)."""
+    if not isinstance(raw, dict):
+        raise InvalidObject(path, "must be an object")
+    key = raw.get("key")
+    op = raw.get("operator")
+    if not isinstance(key, str) or (key_required and not key):
+        raise InvalidObject(
+            f"{path}.key", "must be a non-empty string" if key_required else "must be a string"
+        )
+    if not isinstance(op, str):
+        raise InvalidObject(f"{path}.operator", "must be a string")
+    return key, op, _strings(raw.get("values"), f"{path}.values")
+
+
 class _TermErrors:
     """Where a term's parse errors go: kept in upstream's words on the term (lazy), or
     raised at once naming the JSON field (strict: the profile's addedAffinity)."""
@@ -318,6 +334,19 @@ class _TermErrors:
             raise InvalidObject(json_path, detail)
         self.found.append(upstream)
 
+    def operator_supported(
+        self, op: str, supported: tuple[str, ...], path: str, error_path: str
+    ) -> bool:
+        """False, with the error added, for an operator the requirement cannot have."""
+        if op in supported:
+            return True
+        self.add(
+            f"{path}.operator",
+            f"unsupported operator {op!r}",
+            _not_supported(f"{error_path}.operator", op, supported),
+        )
+        return False
+
 
 def _node_requirement(
     raw: Any, path: str, error_path: str, errors: _TermErrors
@@ -327,21 +356,8 @@ def _node_requirement(
     fit the operator, or a Gt/Lt value strconv.ParseInt refuses is an error of the
     term (which then matches nothing). Label key and value syntax is not re-checked:
     the API server validates both when the pod is created."""
-    if not isinstance(raw, dict):
-        raise InvalidObject(path, "must be an object")
-    key = raw.get("key")
-    op = raw.get("operator")
-    if not isinstance(key, str) or not key:
-        raise InvalidObject(f"{path}.key", "must be a non-empty string")
-    if not isinstance(op, str):
-        raise InvalidObject(f"{path}.operator", "must be a string")
-    values = _strings(raw.get("values"), f"{path}.values")
-    if op not in _NODE_OPS:
-        errors.add(
-            f"{path}.operator",
-            f"unsupported operator {op!r}",
-            _not_supported(f"{error_path}.operator", op, _NODE_OPS),
-        )
+    key, op, values = _requirement_parts(raw, path, key_required=True)
+    if not errors.operator_supported(op, _NODE_OPS, path, error_path):
         return None
     vpath, jpath = f"{error_path}.values", f"{path}.values"
     before = len(errors.found)
@@ -398,23 +414,10 @@ def _field_requirement(
     """A matchFields entry, as nodeSelectorRequirementsAsFieldSelector: In/NotIn with
     exactly one value; any field key (only metadata.name has a value on a node). The
     strict form also refuses other keys, as upstream's addedAffinity validation does."""
-    if not isinstance(raw, dict):
-        raise InvalidObject(path, "must be an object")
-    key = raw.get("key")
-    op = raw.get("operator")
-    if not isinstance(key, str):
-        raise InvalidObject(f"{path}.key", "must be a string")
-    if not isinstance(op, str):
-        raise InvalidObject(f"{path}.operator", "must be a string")
-    values = _strings(raw.get("values"), f"{path}.values")
+    key, op, values = _requirement_parts(raw, path, key_required=False)
     if errors.strict and key != FIELD_NODE_NAME:
         raise InvalidObject(f"{path}.key", f"unsupported field {key!r}")
-    if op not in _FIELD_OPS:
-        errors.add(
-            f"{path}.operator",
-            f"unsupported operator {op!r}",
-            _not_supported(f"{error_path}.operator", op, _FIELD_OPS),
-        )
+    if not errors.operator_supported(op, _FIELD_OPS, path, error_path):
         return None
     if len(values) != 1:
         bad = _go_json_strings(values) if values else "null"

@@ -1,9 +1,14 @@
-"""Taints and tolerations (v1.Taint, v1.Toleration) and upstream's matching rules."""
+"""Taints and tolerations (v1.Taint, v1.Toleration), upstream's matching rules, and a
+pod's tolerations read from its JSON."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
+
+from scheduler.model.errors import InvalidObject
+from scheduler.model.json_fields import object_entries
 
 NO_SCHEDULE = "NoSchedule"
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
@@ -55,3 +60,22 @@ def find_untolerated(
         if taint.effect in effects and not tolerates(tolerations, taint):
             return taint
     return None
+
+
+def parse_tolerations(raw: Any, path: str) -> tuple[Toleration, ...]:
+    out = []
+    for where, t in object_entries(raw, path):
+        op = t.get("operator") or "Equal"
+        if op not in ("Equal", "Exists"):
+            raise InvalidObject(f"{where}.operator", f"unsupported operator {op!r}")
+        secs = t.get("tolerationSeconds")
+        out.append(
+            Toleration(
+                str(t.get("key") or ""),
+                op,
+                str(t.get("value") or ""),
+                str(t.get("effect") or ""),
+                secs if isinstance(secs, int) else None,
+            )
+        )
+    return tuple(out)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.model.errors import InvalidObject
-from scheduler.model.pod import parse_time
+from scheduler.model.json_fields import object_name, parse_time
 from scheduler.model.quantity import parse_int
 from scheduler.model.selectors import (
     LabelSelector,
@@ -173,17 +173,6 @@ class StorageClassInfo:
         return any(t.matches(labels) for t in self.allowed_topologies)
 
 
-def _meta(raw: Mapping[str, Any], kind: str) -> dict[str, Any]:
-    if not isinstance(raw, Mapping):
-        raise InvalidObject("", f"{kind} must be an object")
-    meta = raw.get("metadata") or {}
-    if not isinstance(meta, Mapping):
-        raise InvalidObject("metadata", "must be an object")
-    if not isinstance(meta.get("name"), str) or not meta["name"]:
-        raise InvalidObject("metadata.name", "must be a non-empty string")
-    return dict(meta)
-
-
 def _str_map(raw: Any, path: str) -> dict[str, str]:
     if raw is None:
         return {}
@@ -217,7 +206,7 @@ def _controller_uid(meta: Mapping[str, Any]) -> str:
 
 
 def pvc_from_dict(raw: Mapping[str, Any]) -> PVCInfo:
-    meta = _meta(raw, "persistentvolumeclaim")
+    meta, name = object_name(raw, "persistentvolumeclaim")
     spec = raw.get("spec") or {}
     status = raw.get("status") or {}
     anns = _str_map(meta.get("annotations"), "metadata.annotations")
@@ -226,7 +215,7 @@ def pvc_from_dict(raw: Mapping[str, Any]) -> PVCInfo:
     sel = spec.get("selector")
     return PVCInfo(
         namespace=str(meta.get("namespace") or "default"),
-        name=meta["name"],
+        name=name,
         uid=str(meta.get("uid") or ""),
         volume_name=str(spec.get("volumeName") or ""),
         storage_class_name=sc_name if isinstance(sc_name, str) else None,
@@ -248,7 +237,7 @@ def pvc_from_dict(raw: Mapping[str, Any]) -> PVCInfo:
 
 
 def pv_from_dict(raw: Mapping[str, Any]) -> PVInfo:
-    meta = _meta(raw, "persistentvolume")
+    meta, name = object_name(raw, "persistentvolume")
     spec = raw.get("spec") or {}
     status = raw.get("status") or {}
     anns = _str_map(meta.get("annotations"), "metadata.annotations")
@@ -262,7 +251,7 @@ def pv_from_dict(raw: Mapping[str, Any]) -> PVInfo:
     csi_raw = spec.get("csi")
     csi: Mapping[str, Any] = csi_raw if isinstance(csi_raw, Mapping) else {}
     return PVInfo(
-        name=meta["name"],
+        name=name,
         labels=_str_map(meta.get("labels"), "metadata.labels"),
         annotations=anns,
         storage_class=anns.get(ANN_BETA_STORAGE_CLASS, str(spec.get("storageClassName") or "")),
@@ -306,9 +295,9 @@ def _topology_terms(raw: Any) -> tuple[TopologyTerm, ...]:
 
 
 def storage_class_from_dict(raw: Mapping[str, Any]) -> StorageClassInfo:
-    meta = _meta(raw, "storageclass")
+    _, name = object_name(raw, "storageclass")
     return StorageClassInfo(
-        name=meta["name"],
+        name=name,
         volume_binding_mode=str(raw.get("volumeBindingMode") or BINDING_IMMEDIATE),
         provisioner=str(raw.get("provisioner") or ""),
         allowed_topologies=_topology_terms(raw.get("allowedTopologies")),

@@ -25,7 +25,7 @@ import numpy as np
 from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config import names
-from scheduler.config.args import InterPodAffinityArgs
+from scheduler.config.plugin_args import InterPodAffinityArgs
 from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
@@ -44,7 +44,8 @@ from scheduler.framework.interfaces import (
     ScorePlugin,
 )
 from scheduler.framework.status import Code, Status
-from scheduler.model.pod import AffinityTerm, PodInfo, WeightedAffinityTerm
+from scheduler.model.pod import PodInfo
+from scheduler.model.pod_affinity import AffinityTerm, WeightedAffinityTerm
 from scheduler.model.selectors import LabelSelector
 from scheduler.plugins.helpers import QUEUE, SKIP, event
 

@@ -32,9 +32,7 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
 from scheduler.framework.interfaces import (
     BatchFilterPlugin,
-    BatchFilterResult,
     EnqueueExtensions,
-    IntArray,
     PreFilterPlugin,
     PreFilterResult,
 )
@@ -44,7 +42,7 @@ from scheduler.model.pod import PodInfo
 from scheduler.model.volume import PVCInfo
 from scheduler.plugins.helpers import QUEUE, SKIP, event
 from scheduler.plugins.volume_binder import claim_not_owned
-from scheduler.plugins.volume_filtering import filter_each_node
+from scheduler.plugins.volume_filtering import FiltersEachNode, pod_claims, pvc_not_found
 
 REASON_MAX_VOLUME_COUNT = "node(s) exceed max volume count"
 
@@ -72,7 +70,12 @@ def _migrated(csi_node: CSINodeInfo | None, plugin: str) -> bool:
     return plugin in csi_node.migrated_plugins.split(",")
 
 
-class NodeVolumeLimits(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
+class NodeVolumeLimits(
+    FiltersEachNode,
+    PreFilterPlugin,
+    BatchFilterPlugin,
+    EnqueueExtensions,
+):
     name = names.NODE_VOLUME_LIMITS
 
     def __init__(self, handle: Handle) -> None:
@@ -108,15 +111,12 @@ class NodeVolumeLimits(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
         self, pod: PodInfo, csi_node: CSINodeInfo | None, new_pod: bool, out: dict[str, str]
     ) -> None:
         storage = self._handle.storage
-        for v in pod.volumes:
-            if not v.claim_name:
-                continue
-            pvc = storage.get_pvc(pod.namespace, v.claim_name)
+        for v, pvc in pod_claims(pod, storage):
             if pvc is None:
                 if new_pod:
                     raise _LookupError(
                         f"looking up PVC {pod.namespace}/{v.claim_name}: "
-                        f'persistentvolumeclaim "{v.claim_name}" not found',
+                        + pvc_not_found(v.claim_name),
                         True,
                     )
                 continue
@@ -189,11 +189,6 @@ class NodeVolumeLimits(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
                 continue
             out[f"{va.attacher}/{pv.csi_handle}"] = va.attacher
         return out
-
-    def filter_batch(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, slots: IntArray
-    ) -> BatchFilterResult:
-        return filter_each_node(self.filter, state, pod, snapshot, slots)
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

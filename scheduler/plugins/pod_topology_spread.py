@@ -28,7 +28,7 @@ from scheduler.cache.node_table import BoolArray, NodeTable
 from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config import names
-from scheduler.config.args import DEFAULTING_SYSTEM, PodTopologySpreadArgs
+from scheduler.config.plugin_args import DEFAULTING_SYSTEM, PodTopologySpreadArgs
 from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
@@ -48,11 +48,11 @@ from scheduler.framework.interfaces import (
 )
 from scheduler.framework.status import Code, Status
 from scheduler.model.node import LABEL_HOSTNAME, LABEL_ZONE
-from scheduler.model.pod import (
+from scheduler.model.pod import PodInfo
+from scheduler.model.pod_spread import (
     DO_NOT_SCHEDULE,
     POLICY_HONOR,
     SCHEDULE_ANYWAY,
-    PodInfo,
     SpreadConstraint,
 )
 from scheduler.model.selectors import LabelSelector

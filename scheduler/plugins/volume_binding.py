@@ -23,7 +23,7 @@ import numpy as np
 from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config import names
-from scheduler.config.args import UtilizationShapePoint, VolumeBindingArgs
+from scheduler.config.plugin_args import UtilizationShapePoint, VolumeBindingArgs
 from scheduler.framework.cluster_event import (
     ActionType,
     ClusterEventWithHint,
@@ -52,16 +52,14 @@ from scheduler.model.pod import PodInfo
 from scheduler.model.volume import CLAIM_LOST, PVCInfo, StorageClassInfo
 from scheduler.plugins.helpers import QUEUE, SKIP, event
 from scheduler.plugins.volume_binder import (
-    AffinityCheck,
-    AffinityIndex,
     BinderError,
     PodVolumeClaims,
     PodVolumes,
     VolumeBinder,
     claim_not_owned,
-    pv_affinity,
 )
-from scheduler.plugins.volume_filtering import filter_each_node
+from scheduler.plugins.volume_filtering import filter_each_node, pod_claims, pvc_not_found
+from scheduler.plugins.volume_matching import AffinityCheck, AffinityIndex, pv_affinity
 
 REASON_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 _STATE_KEY = names.VOLUME_BINDING
@@ -134,17 +132,14 @@ class VolumeBinding(
     def _claim_problem(self, pod: PodInfo) -> str | None:
         """upstream podHasPVCs' errors, read from the informer (not the assume cache)."""
         lister = self._handle.storage
-        for vol in pod.volumes:
-            if not vol.claim_name:
-                continue
-            pvc = lister.get_pvc(pod.namespace, vol.claim_name)
+        for vol, pvc in pod_claims(pod, lister):
             if pvc is None:
                 if vol.ephemeral:
                     return (
                         "waiting for ephemeral volume controller to create the "
                         f'persistentvolumeclaim "{vol.claim_name}"'
                     )
-                return f'persistentvolumeclaim "{vol.claim_name}" not found'
+                return pvc_not_found(vol.claim_name)
             if pvc.phase == CLAIM_LOST:
                 return (
                     f'persistentvolumeclaim "{pvc.name}" bound to non-existent '

@@ -26,18 +26,21 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
 from scheduler.framework.interfaces import (
     BatchFilterPlugin,
-    BatchFilterResult,
     EnqueueExtensions,
-    IntArray,
     PreFilterExtensions,
     PreFilterPlugin,
     PreFilterResult,
 )
 from scheduler.framework.status import Code, Status
 from scheduler.model.pod import PodInfo
-from scheduler.model.volume import READ_WRITE_ONCE_POD, PVCInfo
+from scheduler.model.volume import READ_WRITE_ONCE_POD
 from scheduler.plugins.helpers import QUEUE, SKIP, event
-from scheduler.plugins.volume_filtering import filter_each_node
+from scheduler.plugins.volume_filtering import (
+    FiltersEachNode,
+    pod_claims,
+    pvc_not_found,
+    pvc_of_pod_changed,
+)
 
 REASON_DISK_CONFLICT = "node(s) had no available disk"
 REASON_RWOP_CONFLICT = (
@@ -76,6 +79,7 @@ def _pvc_keys_in_use(snapshot: Snapshot) -> set[str]:
 
 
 class VolumeRestrictions(
+    FiltersEachNode,
     PreFilterPlugin,
     PreFilterExtensions,
     BatchFilterPlugin,
@@ -93,14 +97,9 @@ class VolumeRestrictions(
     ) -> tuple[PreFilterResult | None, Status]:
         needs_check = any(v.disk is not None for v in pod.volumes)
         rwop: set[str] = set()
-        for v in pod.volumes:
-            if not v.claim_name or v.ephemeral:
-                continue
-            pvc = self._handle.storage.get_pvc(pod.namespace, v.claim_name)
+        for v, pvc in pod_claims(pod, self._handle.storage, ephemeral=False):
             if pvc is None:
-                return None, Status.unresolvable(
-                    f'persistentvolumeclaim "{v.claim_name}" not found', plugin=self.name
-                )
+                return None, Status.unresolvable(pvc_not_found(v.claim_name), plugin=self.name)
             if READ_WRITE_ONCE_POD in pvc.access_modes:
                 rwop.add(pvc.name)
         refs = 0
@@ -140,16 +139,11 @@ class VolumeRestrictions(
             return self._rwop_conflict
         return Status.success()
 
-    def filter_batch(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, slots: IntArray
-    ) -> BatchFilterResult:
-        return filter_each_node(self.filter, state, pod, snapshot, slots)
-
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
             event(EventResource.ASSIGNED_POD, ActionType.DELETE, _assigned_pod_deleted),
             event(EventResource.NODE, ActionType.ADD),
-            event(EventResource.PVC, ActionType.ADD, _pvc_added),
+            event(EventResource.PVC, ActionType.ADD, pvc_of_pod_changed),
         ]
 
 
@@ -164,13 +158,6 @@ def _disks_free(pod: PodInfo, others: Any) -> bool:
             if any(d.conflicts(ov.disk) for d in disks):
                 return False
     return True
-
-
-def _pvc_added(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
-    if not isinstance(new, PVCInfo) or new.namespace != pod.namespace:
-        return SKIP
-    names_ = {v.claim_name for v in pod.volumes if v.claim_name and not v.ephemeral}
-    return QUEUE if new.name in names_ else SKIP
 
 
 def _assigned_pod_deleted(pod: PodInfo, old: Any, new: Any) -> QueueingHint:

@@ -26,9 +26,7 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
 from scheduler.framework.interfaces import (
     BatchFilterPlugin,
-    BatchFilterResult,
     EnqueueExtensions,
-    IntArray,
     PreFilterPlugin,
     PreFilterResult,
 )
@@ -36,12 +34,16 @@ from scheduler.framework.status import Code, Status
 from scheduler.model.pod import PodInfo
 from scheduler.model.volume import (
     BINDING_WAIT_FOR_FIRST_CONSUMER,
-    PVCInfo,
     PVInfo,
     StorageClassInfo,
 )
 from scheduler.plugins.helpers import QUEUE, SKIP, event
-from scheduler.plugins.volume_filtering import filter_each_node
+from scheduler.plugins.volume_filtering import (
+    FiltersEachNode,
+    pod_claims,
+    pvc_not_found,
+    pvc_of_pod_changed,
+)
 
 REASON_CONFLICT = "node(s) had no available volume zone"
 _STATE_KEY = "PreFilter" + names.VOLUME_ZONE
@@ -75,7 +77,12 @@ def pv_topologies(pv: PVInfo) -> tuple[PVTopology, ...]:
     return tuple(out)
 
 
-class VolumeZone(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
+class VolumeZone(
+    FiltersEachNode,
+    PreFilterPlugin,
+    BatchFilterPlugin,
+    EnqueueExtensions,
+):
     name = names.VOLUME_ZONE
 
     def __init__(self, handle: Handle) -> None:
@@ -88,12 +95,9 @@ class VolumeZone(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
     def _topologies(self, pod: PodInfo) -> tuple[tuple[PVTopology, ...], Status]:
         storage = self._handle.storage
         out: list[PVTopology] = []
-        for v in pod.volumes:
-            if not v.claim_name or v.ephemeral:
-                continue
-            pvc = storage.get_pvc(pod.namespace, v.claim_name)
+        for v, pvc in pod_claims(pod, storage, ephemeral=False):
             if pvc is None:
-                return self._fail(f'persistentvolumeclaim "{v.claim_name}" not found')
+                return self._fail(pvc_not_found(v.claim_name))
             if not pvc.volume_name:
                 if not pvc.storage_class:
                     return self._fail("PersistentVolumeClaim had no pv name and storageClass name")
@@ -141,16 +145,11 @@ class VolumeZone(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
                 return self._conflict
         return Status.success()
 
-    def filter_batch(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, slots: IntArray
-    ) -> BatchFilterResult:
-        return filter_each_node(self.filter, state, pod, snapshot, slots)
-
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
             event(EventResource.STORAGE_CLASS, ActionType.ADD, _sc_added),
             event(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
-            event(EventResource.PVC, ActionType.ADD | ActionType.UPDATE, _pvc_changed),
+            event(EventResource.PVC, ActionType.ADD | ActionType.UPDATE, pvc_of_pod_changed),
             event(EventResource.PV, ActionType.ADD | ActionType.UPDATE, _pv_changed),
         ]
 
@@ -159,13 +158,6 @@ def _sc_added(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
     if not isinstance(new, StorageClassInfo):
         return QUEUE
     return QUEUE if new.volume_binding_mode == BINDING_WAIT_FOR_FIRST_CONSUMER else SKIP
-
-
-def _pvc_changed(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
-    if not isinstance(new, PVCInfo) or new.namespace != pod.namespace:
-        return SKIP
-    names_ = {v.claim_name for v in pod.volumes if v.claim_name and not v.ephemeral}
-    return QUEUE if new.name in names_ else SKIP
 
 
 def _pv_changed(pod: PodInfo, old: Any, new: Any) -> QueueingHint:

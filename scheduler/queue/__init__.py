@@ -4,6 +4,7 @@ Public surface; the modules behind it are private to the package.
 """
 
 from scheduler.queue.events import FORCE_ACTIVATE, UNSCHEDULABLE_TIMEOUT, pod_update_event
+from scheduler.queue.flush_tasks import QueueClosedError, QueueState
 from scheduler.queue.pod_info import (
     LessFn,
     QueueablePod,
@@ -12,19 +13,13 @@ from scheduler.queue.pod_info import (
     priority_sort_less,
 )
 from scheduler.queue.scheduling_queue import (
-    ACTIVE,
-    BACKOFF,
     BACKOFF_FLUSH_INTERVAL,
     DEFAULT_MAX_IN_UNSCHEDULABLE,
-    GATED,
-    UNSCHEDULABLE,
     UNSCHEDULABLE_FLUSH_INTERVAL,
     PreEnqueueFn,
-    QueueClosedError,
-    QueueState,
-    QueueStatistics,
     SchedulingQueue,
 )
+from scheduler.queue.statistics import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, QueueStatistics
 
 __all__ = [
     "ACTIVE",

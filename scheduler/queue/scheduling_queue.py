@@ -22,6 +22,10 @@ PreEnqueue runs on every entry into activeQ. The queue does not import plugins: 
 PreEnqueue check and the per-plugin events are supplied at construction. Time comes from
 an injectable clock; the periodic flushes are plain methods so tests call them directly.
 
+Its parts live beside it: backoffQ (backoff_queue), the in-flight pods and their events
+(in_flight), the queueing-hint decision (queueing_hints), the metrics (queue_metrics), the
+periodic flushes and the lifecycle (flush_tasks), the queue names (statistics).
+
 Thread model: one asyncio loop; all methods but ``pop`` are synchronous and never await,
 so each is atomic with respect to other tasks.
 """
@@ -29,30 +33,23 @@ so each is atomic with respect to other tasks.
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Generic
 
 from scheduler.clock import SYSTEM_CLOCK, Clock
-from scheduler.framework.cluster_event import (
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    QueueingHint,
-)
+from scheduler.framework.cluster_event import ClusterEvent, ClusterEventWithHint, EventResource
 from scheduler.framework.status import Status
 from scheduler.metrics import SchedulerMetrics
 from scheduler.queue import events as ev
+from scheduler.queue.backoff_queue import BackoffQueue
+from scheduler.queue.flush_tasks import FlushTasks, QueueState
 from scheduler.queue.heap import KeyedHeap
-from scheduler.queue.pod_info import (
-    LessFn,
-    P,
-    QueuedPodInfo,
-    backoff_duration,
-    priority_sort_less,
-)
+from scheduler.queue.in_flight import InFlightPods
+from scheduler.queue.pod_info import LessFn, P, QueuedPodInfo, priority_sort_less
+from scheduler.queue.queue_metrics import QueueMetrics
+from scheduler.queue.queueing_hints import QueueingHints, RequeueStrategy
+from scheduler.queue.statistics import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, QueueStatistics
 
 log = logging.getLogger(__name__)
 
@@ -63,67 +60,11 @@ DEFAULT_MAX_IN_UNSCHEDULABLE = 300.0
 BACKOFF_FLUSH_INTERVAL = 1.0
 UNSCHEDULABLE_FLUSH_INTERVAL = 30.0
 
-ACTIVE = "active"
-BACKOFF = "backoff"
-UNSCHEDULABLE = "unschedulable"
-GATED = "gated"
-
 PreEnqueueFn = Callable[[Any], Status]
 
 
 def _always_enqueue(_pod: Any) -> Status:
     return Status.success()
-
-
-class _Strategy(enum.Enum):
-    SKIP = 0
-    AFTER_BACKOFF = 1
-    IMMEDIATELY = 2
-
-
-class QueueState(enum.Enum):
-    NEW = "new"
-    RUNNING = "running"
-    CLOSED = "closed"
-
-
-class QueueClosedError(RuntimeError):
-    """run() on a closed queue, or run() twice."""
-
-
-@dataclass(frozen=True, slots=True)
-class QueueStatistics:
-    active: int
-    backoff: int
-    unschedulable: int
-    gated: int
-    in_flight: int
-    scheduling_cycle: int
-
-    def pending_pods(self) -> dict[str, int]:
-        """The values of scheduler_pending_pods{queue}."""
-        return {
-            ACTIVE: self.active,
-            BACKOFF: self.backoff,
-            UNSCHEDULABLE: self.unschedulable,
-            GATED: self.gated,
-        }
-
-
-@dataclass(slots=True)
-class _InFlight(Generic[P]):
-    info: QueuedPodInfo[P]
-    first_event: int  # index into the in-flight event log when the pod was popped
-    force_activate: bool = False
-    deleted: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class _RecordedEvent:
-    seq: int
-    event: ClusterEvent
-    old: Any
-    new: Any
 
 
 class SchedulingQueue(Generic[P]):
@@ -141,39 +82,31 @@ class SchedulingQueue(Generic[P]):
         backoff_flush_interval: float = BACKOFF_FLUSH_INTERVAL,
         unschedulable_flush_interval: float = UNSCHEDULABLE_FLUSH_INTERVAL,
     ) -> None:
-        if pod_initial_backoff <= 0 or pod_max_backoff < pod_initial_backoff:
-            raise ValueError("need 0 < pod_initial_backoff <= pod_max_backoff")
         self._clock = clock
         self._pre_enqueue = pre_enqueue
-        self._hints: dict[str, tuple[ClusterEventWithHint, ...]] = {
-            name: tuple(evs) for name, evs in (events_to_register or {}).items()
-        }
-        self._initial_backoff = pod_initial_backoff
-        self._max_backoff = pod_max_backoff
+        self._hints = QueueingHints(events_to_register or {})
         self._max_in_unschedulable = max_in_unschedulable
-        self._metrics = metrics
-        self._backoff_interval = backoff_flush_interval
-        self._unschedulable_interval = unschedulable_flush_interval
+        self._metrics = QueueMetrics(metrics)
 
         self._active: KeyedHeap[QueuedPodInfo[P]] = KeyedHeap(lambda i: i.uid, less)
-        self._backoff: KeyedHeap[QueuedPodInfo[P]] = KeyedHeap(
-            lambda i: i.uid, lambda a, b: self.backoff_expiry(a) < self.backoff_expiry(b)
-        )
+        self._backoff: BackoffQueue[P] = BackoffQueue(pod_initial_backoff, pod_max_backoff, clock)
         self._unschedulable: dict[str, QueuedPodInfo[P]] = {}
         self._gated: dict[str, QueuedPodInfo[P]] = {}
-        self._in_flight: dict[str, _InFlight[P]] = {}
-        self._events: list[_RecordedEvent] = []
-        self._event_seq = 0
+        self._in_flight: InFlightPods[P] = InFlightPods()
         self._scheduling_cycle = 0
         self._move_request_cycle = -1
-        # plugin -> profile counted in unschedulable_pods, per uid, to decrement exactly
-        self._counted: dict[str, tuple[str, frozenset[str]]] = {}
 
         self._wakeup = asyncio.Event()
-        self._state = QueueState.NEW
-        self._tasks: list[asyncio.Task[None]] = []
-        if metrics is not None:
-            self._bind_pending_pods_gauge(metrics)
+        self._flush_periods = (backoff_flush_interval, unschedulable_flush_interval)
+        self._flushes = FlushTasks()
+        self._metrics.bind_pending_pods(
+            {
+                ACTIVE: lambda: len(self._active),
+                BACKOFF: lambda: len(self._backoff),
+                UNSCHEDULABLE: lambda: len(self._unschedulable),
+                GATED: lambda: len(self._gated),
+            }
+        )
 
     # ------------------------------------------------------------------ informer intake
 
@@ -195,7 +128,7 @@ class SchedulingQueue(Generic[P]):
             flight.info.pod = new
             event = ev.pod_update_event(EventResource.UNSCHEDULED_POD, old, new)
             if event is not None:
-                self._record_in_flight_event(event, old, new)
+                self._in_flight.record(event, old, new)
             return
         where = self._where(uid)
         if where is None:
@@ -221,8 +154,8 @@ class SchedulingQueue(Generic[P]):
             event = ev.pod_update_event(EventResource.UNSCHEDULED_POD, old, new)
             if event is None:
                 return
-            strategy = self._worth_requeuing(info, event, old, new)
-            if strategy is not _Strategy.SKIP:
+            strategy = self._hints.strategy(info, event, old, new)
+            if strategy is not RequeueStrategy.SKIP:
                 del self._unschedulable[uid]
                 self._requeue(info, strategy, ev.POD_UPDATE)
 
@@ -236,7 +169,7 @@ class SchedulingQueue(Generic[P]):
         self._backoff.remove(uid)
         self._unschedulable.pop(uid, None)
         self._gated.pop(uid, None)
-        self._uncount_unschedulable(uid)
+        self._metrics.uncount_unschedulable(uid)
 
     def assigned_pod_added(self, pod: Any) -> None:
         """A pod was bound to a node: usage grew, affinity targets appeared."""
@@ -259,7 +192,7 @@ class SchedulingQueue(Generic[P]):
         The pod is in flight until ``done(uid)``.
         """
         while True:
-            if self._state is QueueState.CLOSED:
+            if self._flushes.state is QueueState.CLOSED:
                 return None
             if len(self._active):
                 return self._pop_now()
@@ -270,10 +203,10 @@ class SchedulingQueue(Generic[P]):
         info = self._active.pop()
         info.attempts += 1
         self._scheduling_cycle += 1
-        self._uncount_unschedulable(info.uid)
+        self._metrics.uncount_unschedulable(info.uid)
         info.unschedulable_plugins = set()
         info.pending_plugins = set()
-        self._in_flight[info.uid] = _InFlight(info, self._event_seq)
+        self._in_flight.start(info)
         return info
 
     @property
@@ -283,9 +216,7 @@ class SchedulingQueue(Generic[P]):
 
     def done(self, uid: str) -> None:
         """The attempt of this pod is over (bound, requeued or dropped)."""
-        if self._in_flight.pop(uid, None) is None:
-            return
-        self._prune_events()
+        self._in_flight.finish(uid)
 
     def add_unschedulable_if_not_present(
         self,
@@ -321,29 +252,27 @@ class SchedulingQueue(Generic[P]):
         info.gated = False
         info.gating_message = ""
         info.timestamp = self._clock.now()
-        self._count_unschedulable(info)
+        self._metrics.count_unschedulable(info)
 
         if flight is not None and flight.force_activate:
-            strategy = _Strategy.IMMEDIATELY
+            strategy = RequeueStrategy.IMMEDIATELY
         elif not info.rejector_plugins():
-            strategy = _Strategy.AFTER_BACKOFF
+            strategy = RequeueStrategy.AFTER_BACKOFF
         elif flight is not None:
-            strategy = _Strategy.SKIP
-            for rec in self._events:
-                if rec.seq < flight.first_event:
-                    continue
-                s = self._worth_requeuing(info, rec.event, rec.old, rec.new)
-                if s is not _Strategy.SKIP:
+            strategy = RequeueStrategy.SKIP
+            for rec in self._in_flight.events_seen_by(flight):
+                s = self._hints.strategy(info, rec.event, rec.old, rec.new)
+                if s is not RequeueStrategy.SKIP:
                     strategy = s
                     break
         elif self._move_request_cycle >= pod_scheduling_cycle:
-            strategy = _Strategy.AFTER_BACKOFF
+            strategy = RequeueStrategy.AFTER_BACKOFF
         else:
-            strategy = _Strategy.SKIP
+            strategy = RequeueStrategy.SKIP
 
-        if strategy is _Strategy.SKIP:
+        if strategy is RequeueStrategy.SKIP:
             self._unschedulable[uid] = info
-            self._incoming(UNSCHEDULABLE, ev.SCHEDULE_ATTEMPT_FAILURE)
+            self._metrics.incoming(UNSCHEDULABLE, ev.SCHEDULE_ATTEMPT_FAILURE)
             return UNSCHEDULABLE
         return self._requeue(info, strategy, ev.SCHEDULE_ATTEMPT_FAILURE)
 
@@ -377,8 +306,7 @@ class SchedulingQueue(Generic[P]):
         says QUEUE (no hint: QUEUE); wildcard events move every pod. Returns how many pods
         moved.
         """
-        if self._in_flight:
-            self._record_in_flight_event(event, old, new)
+        self._in_flight.record(event, old, new)
         self._move_request_cycle = self._scheduling_cycle
         moved = 0
         label = ev.event_label(event)
@@ -386,8 +314,8 @@ class SchedulingQueue(Generic[P]):
             for uid, info in list(source.items()):
                 if pre_check is not None and not pre_check(info.pod):
                     continue
-                strategy = self._worth_requeuing(info, event, old, new)
-                if strategy is _Strategy.SKIP:
+                strategy = self._hints.strategy(info, event, old, new)
+                if strategy is RequeueStrategy.SKIP:
                     continue
                 del source[uid]
                 self._requeue(info, strategy, label)
@@ -398,14 +326,9 @@ class SchedulingQueue(Generic[P]):
 
     def flush_backoff_completed(self) -> int:
         """Move pods whose backoff expired to activeQ (through PreEnqueue)."""
-        now = self._clock.now()
         moved = 0
-        while True:
-            head = self._backoff.peek()
-            if head is None or self.backoff_expiry(head) > now:
-                break
-            self._backoff.pop()
-            self._move_to_active(head, ev.BACKOFF_COMPLETE)
+        for info in self._backoff.pop_completed():
+            self._move_to_active(info, ev.BACKOFF_COMPLETE)
             moved += 1
         return moved
 
@@ -421,12 +344,12 @@ class SchedulingQueue(Generic[P]):
         for uid, info in list(self._unschedulable.items()):
             if now - info.timestamp > self._max_in_unschedulable:
                 del self._unschedulable[uid]
-                self._requeue(info, _Strategy.AFTER_BACKOFF, label)
+                self._requeue(info, RequeueStrategy.AFTER_BACKOFF, label)
                 moved += 1
         for uid, info in list(self._gated.items()):
             if now - info.timestamp > self._max_in_unschedulable:
                 del self._gated[uid]
-                if self._requeue(info, _Strategy.AFTER_BACKOFF, label) != GATED:
+                if self._requeue(info, RequeueStrategy.AFTER_BACKOFF, label) != GATED:
                     moved += 1
         return moved
 
@@ -434,51 +357,35 @@ class SchedulingQueue(Generic[P]):
 
     @property
     def state(self) -> QueueState:
-        return self._state
+        return self._flushes.state
 
     def run(self) -> None:
         """Start the flush tasks (needs a running event loop)."""
-        if self._state is not QueueState.NEW:
-            raise QueueClosedError(f"queue cannot run in state {self._state.value}")
-        self._state = QueueState.RUNNING
-        self._tasks = [
-            asyncio.create_task(
-                self._periodic(self.flush_backoff_completed, self._backoff_interval),
-                name="queue-flush-backoff",
-            ),
-            asyncio.create_task(
-                self._periodic(self.flush_unschedulable_left_over, self._unschedulable_interval),
-                name="queue-flush-unschedulable",
-            ),
-        ]
+        backoff_period, unschedulable_period = self._flush_periods
+        self._flushes.start(
+            (
+                ("queue-flush-backoff", self.flush_backoff_completed, backoff_period),
+                (
+                    "queue-flush-unschedulable",
+                    self.flush_unschedulable_left_over,
+                    unschedulable_period,
+                ),
+            )
+        )
 
     @property
     def tasks(self) -> list[asyncio.Task[None]]:
         """The flush tasks started by run() (for the app's task guard)."""
-        return list(self._tasks)
+        return self._flushes.tasks
 
     def close(self) -> None:
         """Stop the flushes and wake every pop() waiter, which then returns None."""
-        if self._state is QueueState.CLOSED:
-            return
-        self._state = QueueState.CLOSED
-        for task in self._tasks:
-            task.cancel()
-        self._wakeup.set()
+        if self._flushes.close():
+            self._wakeup.set()
 
     async def wait_closed(self) -> None:
         """After close(): wait until the flush tasks are gone."""
-        tasks, self._tasks = self._tasks, []
-        # gather collects the tasks' CancelledError; a cancel of this waiter still propagates
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-    async def _periodic(self, flush: Callable[[], int], interval: float) -> None:
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                flush()
-            except Exception:  # a bug in one flush must not stop the queue
-                log.exception("queue flush failed flush=%s", flush.__name__)
+        await self._flushes.wait_closed()
 
     # ------------------------------------------------------------------ introspection
 
@@ -519,9 +426,7 @@ class SchedulingQueue(Generic[P]):
         )
 
     def backoff_expiry(self, info: QueuedPodInfo[P]) -> float:
-        return info.timestamp + backoff_duration(
-            info.attempts, self._initial_backoff, self._max_backoff
-        )
+        return self._backoff.expiry(info)
 
     # ------------------------------------------------------------------ internals
 
@@ -561,96 +466,28 @@ class SchedulingQueue(Generic[P]):
             info.pending_plugins = set()
             self._gated[info.uid] = info
             if not was_gated:  # a re-check that keeps the gate closed is not an arrival
-                self._incoming(GATED, label)
+                self._metrics.incoming(GATED, label)
             return GATED
         info.gated = False
         info.gating_message = ""
         if info.initial_attempt_timestamp is None:
             info.initial_attempt_timestamp = self._clock.now()
         self._active.push(info)
-        self._incoming(ACTIVE, label)
+        self._metrics.incoming(ACTIVE, label)
         self._wakeup.set()
         return ACTIVE
 
-    def _requeue(self, info: QueuedPodInfo[P], strategy: _Strategy, label: str) -> str:
+    def _requeue(self, info: QueuedPodInfo[P], strategy: RequeueStrategy, label: str) -> str:
         """Into backoffQ if still backing off (and not only waiting on Pending plugins),
         else through PreEnqueue into activeQ."""
         pending_only = bool(info.pending_plugins) and not info.unschedulable_plugins
         if (
-            strategy is _Strategy.AFTER_BACKOFF
+            strategy is RequeueStrategy.AFTER_BACKOFF
             and not info.gated
             and not pending_only
-            and self.backoff_expiry(info) > self._clock.now()
+            and self._backoff.backing_off(info)
         ):
             self._backoff.push(info)
-            self._incoming(BACKOFF, label)
+            self._metrics.incoming(BACKOFF, label)
             return BACKOFF
         return self._move_to_active(info, label)
-
-    def _worth_requeuing(
-        self, info: QueuedPodInfo[P], event: ClusterEvent, old: Any, new: Any
-    ) -> _Strategy:
-        if event == ev.FORCE_ACTIVATE:
-            return _Strategy.IMMEDIATELY
-        rejectors = info.rejector_plugins()
-        if not rejectors or event.resource == EventResource.WILDCARD:
-            return _Strategy.AFTER_BACKOFF
-        for plugin in sorted(rejectors):
-            for registered in self._hints.get(plugin, ()):
-                if not registered.event.matches(event):
-                    continue
-                if registered.hint is None:
-                    return _Strategy.AFTER_BACKOFF
-                try:
-                    hint = registered.hint(info.pod, old, new)
-                except Exception:
-                    # as upstream: a failing hint must not strand the pod
-                    log.exception(
-                        "queueing hint failed, requeueing pod=%s plugin=%s", info.key, plugin
-                    )
-                    return _Strategy.AFTER_BACKOFF
-                if hint is QueueingHint.QUEUE:
-                    return _Strategy.AFTER_BACKOFF
-        return _Strategy.SKIP
-
-    def _record_in_flight_event(self, event: ClusterEvent, old: Any, new: Any) -> None:
-        self._events.append(_RecordedEvent(self._event_seq, event, old, new))
-        self._event_seq += 1
-
-    def _prune_events(self) -> None:
-        """Drop events no in-flight pod can still see."""
-        if not self._in_flight:
-            self._events.clear()
-            return
-        oldest = min(f.first_event for f in self._in_flight.values())
-        if self._events and self._events[0].seq < oldest:
-            self._events = [e for e in self._events if e.seq >= oldest]
-
-    def _incoming(self, queue: str, label: str) -> None:
-        if self._metrics is not None:
-            self._metrics.queue_incoming_pods.labels(queue=queue, event=label).inc()
-
-    def _count_unschedulable(self, info: QueuedPodInfo[P]) -> None:
-        self._uncount_unschedulable(info.uid)
-        plugins = frozenset(info.rejector_plugins())
-        if self._metrics is None or not plugins:
-            return
-        profile = str(getattr(info.pod, "scheduler_name", ""))
-        for plugin in plugins:
-            self._metrics.unschedulable_pods.labels(plugin=plugin, profile=profile).inc()
-        self._counted[info.uid] = (profile, plugins)
-
-    def _uncount_unschedulable(self, uid: str) -> None:
-        counted = self._counted.pop(uid, None)
-        if counted is None or self._metrics is None:
-            return
-        profile, plugins = counted
-        for plugin in plugins:
-            self._metrics.unschedulable_pods.labels(plugin=plugin, profile=profile).dec()
-
-    def _bind_pending_pods_gauge(self, metrics: SchedulerMetrics) -> None:
-        gauge = metrics.pending_pods
-        gauge.labels(queue=ACTIVE).set_function(lambda: len(self._active))
-        gauge.labels(queue=BACKOFF).set_function(lambda: len(self._backoff))
-        gauge.labels(queue=UNSCHEDULABLE).set_function(lambda: len(self._unschedulable))
-        gauge.labels(queue=GATED).set_function(lambda: len(self._gated))
