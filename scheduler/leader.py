@@ -29,7 +29,8 @@ Only the leader schedules; followers keep their caches warm so a failover is fas
   sees the record change, so while the fence is open no one else can hold the Lease
   (clock rates being alike). Writes that only the leader may make (binds, victim
   DELETEs, pod status patches) check it right before they are sent (LeaseFence: the
-  binding cycle, the preemption executor, and the dispatcher after its rate limiter);
+  binding cycle, the preemption executor, the dispatcher after its rate limiter, and
+  once more when the request holds its pooled connection, client.connection.LAST_CHECK);
   a closed fence wakes the renew loop (`nudge()`), which then steps down at once.
   Why beyond upstream: client-go's
   leaderelection package says itself that it does not guarantee that only one client

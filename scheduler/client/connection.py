@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,31 @@ DEFAULT_REQUEST_TIMEOUT = 30.0
 WATCH_READ_SLACK = 30.0
 """Seconds a watch read may wait past the server-side timeoutSeconds before the stream
 is considered dead (an apiserver gone without a FIN)."""
+
+
+# A check the request of this task must pass once it holds its connection, right before
+# its bytes are written (the dispatcher sets it for writes only the leader may make). A
+# task suspended between the dispatcher's own check and the write (a TLS handshake for a
+# new pooled connection, a full pool) - or a process frozen there (SIGSTOP, a VM pause)
+# and thawed after its lease ran out - is stopped here instead of sending. It raises to
+# refuse (scheduler.client.errors.LeaseNotHeld).
+LAST_CHECK: ContextVar[Callable[[], None] | None] = ContextVar("kas_last_check", default=None)
+
+
+async def _run_last_check(*_: object) -> None:
+    check = LAST_CHECK.get()
+    if check is not None:
+        check()
+
+
+def _last_check_trace() -> aiohttp.TraceConfig:
+    """aiohttp hands a connection to a request with one of these two signals; nothing
+    awaits between them and the write of the request."""
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_reuseconn.append(_run_last_check)
+    trace.on_connection_create_end.append(_run_last_check)
+    trace.freeze()
+    return trace
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +215,18 @@ class Connection:
         configuration.connection_pool_maxsize = max_connections
         api_client = k8s_client.ApiClient(configuration)
         api_client.user_agent = user_agent
+        # the library's session, again with the same connector (TLS, pool size) and read
+        # buffer, plus the last-moment check (LAST_CHECK)
+        rest = api_client.rest_client
+        session: aiohttp.ClientSession = rest.pool_manager
+        connector = session.connector
+        session.detach()
+        rest.pool_manager = aiohttp.ClientSession(
+            connector=connector,
+            trust_env=True,
+            read_bufsize=2**21,
+            trace_configs=[_last_check_trace()],
+        )
         return cls(api_client)
 
     @property

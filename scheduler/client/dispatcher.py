@@ -30,11 +30,13 @@ import logging
 import random
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from scheduler.client.backoff import Backoff
 from scheduler.client.connection import (
     JSON,
+    LAST_CHECK,
     MERGE_PATCH,
     STRATEGIC_MERGE_PATCH,
     Connection,
@@ -212,12 +214,19 @@ class Dispatcher:
                     if fenced and self.fence is not None and not self.fence(f"{verb} {resource}"):
                         raise LeaseNotHeld(f"{verb} {resource}")
                     self._in_flight += 1
+                    last_check = (
+                        LAST_CHECK.set(partial(self._recheck, f"{verb} {resource}"))
+                        if fenced and self.fence is not None
+                        else None
+                    )
                     try:
                         response = await self.connection.request_raw(
                             method, path, query=query, body=body, content_type=content_type
                         )
                     finally:
                         self._in_flight -= 1
+                        if last_check is not None:
+                            LAST_CHECK.reset(last_check)
             except LeaseNotHeld:
                 self._failures += 1
                 raise  # nothing was sent: no request metric, no retry
@@ -241,6 +250,11 @@ class Dispatcher:
                 continue
             self._observe(verb, resource, str(response.status), started)
             return response
+
+    def _recheck(self, operation: str) -> None:
+        """The fence once more, when the request holds its connection (LAST_CHECK)."""
+        if self.fence is not None and not self.fence(operation):
+            raise LeaseNotHeld(operation)
 
     def _observe(self, verb: str, resource: str, code: str, started: float) -> None:
         if self._on_request is not None:

@@ -11,7 +11,7 @@ import pytest
 
 from scheduler.client.connection import Connection
 from scheduler.client.dispatcher import Dispatcher
-from scheduler.client.errors import Conflict, NotFound
+from scheduler.client.errors import Conflict, LeaseNotHeld, NotFound
 from scheduler.client.events import NORMAL, WARNING, EventRecorder, pod_ref
 from tests.kube import ClusterHandle, pod_manifest
 
@@ -142,3 +142,31 @@ async def test_recorded_events_land_as_events_k8s_io_with_series(
     assert events["FailedScheduling"]["type"] == "Warning"
     assert events["FailedScheduling"]["series"]["count"] == 20
     assert recorder.statistics().failed == 0
+
+
+@pytest.mark.parametrize("pooled", [False, True], ids=["new connection", "pooled connection"])
+async def test_a_fence_closed_after_the_first_check_stops_the_bind_before_it_is_sent(
+    cluster: ClusterHandle, dispatcher: Dispatcher, pooled: bool
+) -> None:
+    """The dispatcher checks the fence before the request, and once more when the request
+    holds its connection (connection.LAST_CHECK): a task suspended in between - or a
+    process frozen there and thawed after its lease ran out - sends nothing."""
+    ns = namespace(cluster, "fence")
+    pod = cluster.create_pod(ns, pod_manifest("p", scheduler_name="nobody"))
+    if pooled:  # a kept-alive connection in the pool: the reuse path
+        with pytest.raises(NotFound):
+            await dispatcher.get_lease("kube-system", "none-such-lease")
+    answers = iter([True, False])
+    asked: list[str] = []
+
+    def fence(operation: str) -> bool:
+        asked.append(operation)
+        return next(answers)
+
+    dispatcher.fence = fence
+    with pytest.raises(LeaseNotHeld):
+        await dispatcher.bind(ns, "p", pod["metadata"]["uid"], "kwok-node-1")
+    assert asked == ["create pods/binding"] * 2
+    after = cluster.get_pod(ns, "p")
+    assert after is not None and not after["spec"].get("nodeName")
+    assert ("create", "pods/binding", "201") not in dispatcher.calls  # type: ignore[attr-defined]
