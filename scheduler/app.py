@@ -17,30 +17,21 @@ moment renewal fails, before the lease could be taken by another replica.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import logging
-import os
-import signal
 import socket
-import sys
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from scheduler.cache import Cache, Nominator
-from scheduler.client.connection import Connection, ConnectionSettings
+from scheduler.client.connection import Connection
 from scheduler.client.dispatcher import Dispatcher, DispatcherSettings
 from scheduler.client.events import EventRecorder, pod_ref
-from scheduler.client.informer import NODES, PODS, Informer, Resource
+from scheduler.client.informer import NODES, PODS, Informer
 from scheduler.config import (
-    ConfigError,
     SchedulerConfiguration,
-    default_config,
-    load_config,
-    write_config,
 )
 from scheduler.config import names as plugin_names
 from scheduler.eventhandlers import NodeEventHandler, PodEventHandler, raw_pod_summary
@@ -51,16 +42,16 @@ from scheduler.framework.registry import Registry
 from scheduler.framework.runtime import Framework
 from scheduler.framework.waiting_pods import WaitingPods
 from scheduler.leader import LeaderElectionSettings, LeaderElector, LeaseFence
+from scheduler.lister_informers import lister_informers, pdb_informer
 from scheduler.loop import SchedulingLoop
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model import (
     NodeInfo,
     PodInfo,
-    namespace_from_dict,
     node_from_dict,
     pod_from_dict,
 )
-from scheduler.model.pdb import PDBInfo, pdb_from_dict
+from scheduler.model.pdb import PDBInfo
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.policy.runtime import PolicyRuntime
 from scheduler.preemption import ExecutorSettings, PreemptionExecutor, default_preemption
@@ -68,14 +59,9 @@ from scheduler.preemption.default_preemption import PreemptionServices
 from scheduler.queue import SchedulingQueue
 from scheduler.server import HealthServer
 from scheduler.status_writer import StatusWriter
-from scheduler.storage_informers import storage_informers
 from scheduler.supervisor import Supervisor
 from scheduler.workload_selectors import (
     WorkloadSelectors,
-    replica_set_from_dict,
-    replication_controller_from_dict,
-    service_from_dict,
-    stateful_set_from_dict,
 )
 
 log = logging.getLogger(__name__)
@@ -87,14 +73,6 @@ SHUTDOWN_GRACE = 10.0
 # pods in a terminal phase hold no resources and need no scheduling
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 
-NAMESPACES = Resource("", "v1", "namespaces")
-PDBS = Resource("policy", "v1", "poddisruptionbudgets")
-SERVICES = Resource("", "v1", "services")
-REPLICATION_CONTROLLERS = Resource("", "v1", "replicationcontrollers")
-REPLICA_SETS = Resource("apps", "v1", "replicasets")
-STATEFUL_SETS = Resource("apps", "v1", "statefulsets")
-
-
 @dataclass
 class RunOptions:
     kubeconfig: str | None = None
@@ -105,23 +83,6 @@ class RunOptions:
     event_buffer_size: int = 1000
     """events held for the API server before a burst makes the recorder drop (counted)."""
     preemption_policies: bool = False  # reconcile PreemptionPolicy objects (scheduler.policy)
-
-
-class _ListerFeed:
-    """Informer handler that keeps one kind of record in the shared listers."""
-
-    def __init__(self, put: Callable[[Any], object], drop: Callable[[Any], object]) -> None:
-        self._put = put
-        self._drop = drop
-
-    def on_add(self, obj: Any) -> None:
-        self._put(obj)
-
-    def on_update(self, old: Any, new: Any) -> None:
-        self._put(new)
-
-    def on_delete(self, obj: Any) -> None:
-        self._drop(obj)
 
 
 class SchedulerApp:
@@ -143,6 +104,11 @@ class SchedulerApp:
         self.lease_connection = lease_connection or connection
         self.options = options
         self.tasks = Supervisor()
+        # process state the callbacks below read: set before anything can call them
+        self._leading = asyncio.Event()
+        self._lost_lease = False
+        self._stop = asyncio.Event()
+        self.elector: LeaderElector | None = None  # created below when leader election is on
         self.identity = options.identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
         self.metrics = SchedulerMetrics()
         m = self.metrics
@@ -196,13 +162,7 @@ class SchedulerApp:
         self.listers = InMemoryListers()
         self.workloads = WorkloadSelectors()
         self.frameworks: dict[str, Framework] = {}
-        self.pdb_informer: Informer[PDBInfo] = Informer(
-            connection,
-            PDBS,
-            pdb_from_dict,
-            _ListerFeed(lambda o: None, lambda o: None),
-            name="pdbs",
-        )
+        self.pdb_informer: Informer[PDBInfo] = pdb_informer(connection)
         self.executor = PreemptionExecutor(
             self.dispatcher,
             self.events,
@@ -273,19 +233,10 @@ class SchedulerApp:
         self.node_informer: Informer[NodeInfo] = Informer(
             connection, NODES, node_from_dict, self.node_handler, name="nodes"
         )
-        ls = self.listers
-        wl = self.workloads
         self.other_informers: list[Informer[Any]] = [
             self.pdb_informer,
-            Informer(connection, SERVICES, service_from_dict, wl, name="services"),
-            Informer(connection, REPLICATION_CONTROLLERS, replication_controller_from_dict, wl,
-                     name="replicationcontrollers"),
-            Informer(connection, REPLICA_SETS, replica_set_from_dict, wl, name="replicasets"),
-            Informer(connection, STATEFUL_SETS, stateful_set_from_dict, wl, name="statefulsets"),
-            Informer(connection, NAMESPACES, namespace_from_dict,
-                     _ListerFeed(ls.set_namespace, lambda o: ls.namespaces.pop(o.name, None))),
-            *storage_informers(connection, ls, lambda: self.queue),
-        ]  # fmt: skip
+            *lister_informers(connection, self.listers, self.workloads, self.queue),
+        ]
         for inf in self._informers():
             inf.on_list = lambda res: m.informer_relists.labels(resource=res).inc()
             inf.on_event = lambda res, t: m.informer_events.labels(resource=res, type=t).inc()
@@ -328,7 +279,6 @@ class SchedulerApp:
         self.leader_elect = (
             le.leader_elect if options.leader_elect is None else options.leader_elect
         )
-        self.elector: LeaderElector | None = None
         if self.leader_elect:
             self.elector = LeaderElector(
                 self.lease_dispatcher,
@@ -345,9 +295,6 @@ class SchedulerApp:
             )
             self.fence.elector = self.elector
             self.server.add_health_check("leaderElection", self.elector.healthz)
-        self._leading = asyncio.Event()
-        self._lost_lease = False
-        self._stop = asyncio.Event()
 
     def _policy_runtime(self, cfg: SchedulerConfiguration, options: RunOptions) -> PolicyRuntime:
         def ns_labels(name: str) -> Any:
@@ -519,79 +466,3 @@ class SchedulerApp:
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.server.stop()
         log.info("stopped")
-
-
-def load_or_exit(path: str | None) -> SchedulerConfiguration | int:
-    try:
-        return load_config(path) if path else default_config()
-    except ConfigError as exc:
-        print(f"kube-async-scheduler: invalid configuration: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except OSError as exc:
-        print(
-            f"kube-async-scheduler: cannot read configuration {path}: {exc.strerror}",
-            file=sys.stderr,
-        )
-        return EXIT_BAD_INPUT
-
-
-async def _amain(cfg: SchedulerConfiguration, options: RunOptions) -> int:
-    kubeconfig = options.kubeconfig or cfg.client_connection.kubeconfig or None
-    in_cluster = kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ
-    leader_elect = (
-        cfg.leader_election.leader_elect if options.leader_elect is None else options.leader_elect
-    )
-    connections: list[Connection] = []
-    try:
-        try:
-            connections.append(
-                await Connection.connect(
-                    ConnectionSettings(kubeconfig=kubeconfig, in_cluster=in_cluster)
-                )
-            )
-            if leader_elect:
-                # its own session and pool, as upstream's leader-election clientset
-                connections.append(
-                    await Connection.connect(
-                        ConnectionSettings(
-                            kubeconfig=kubeconfig,
-                            in_cluster=in_cluster,
-                            max_connections=4,
-                            user_agent="kube-async-scheduler/leader-election",
-                        )
-                    )
-                )
-        except Exception as exc:  # unreadable kubeconfig, no in-cluster env, ...
-            print(f"kube-async-scheduler: cannot connect to the API server: {exc}", file=sys.stderr)
-            return EXIT_RUNTIME
-        app = SchedulerApp(
-            cfg,
-            connections[0],
-            options,
-            lease_connection=connections[1] if len(connections) > 1 else None,
-        )
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, app.request_stop)
-        return await app.run()
-    finally:
-        for connection in connections:
-            await connection.close()
-
-
-def run_scheduler(args: argparse.Namespace) -> int:
-    loaded = load_or_exit(args.config)
-    if isinstance(loaded, int):
-        return loaded
-    cfg = loaded
-    if args.write_config_to:
-        write_config(cfg, args.write_config_to)
-        return EXIT_OK
-    options = RunOptions(
-        kubeconfig=args.kubeconfig,
-        bind_address=args.bind_address,
-        port=args.port,
-        leader_elect=args.leader_elect,
-        preemption_policies=bool(getattr(args, "preemption_policies", False)),
-    )
-    return asyncio.run(_amain(cfg, options))

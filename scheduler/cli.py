@@ -103,7 +103,7 @@ def _run(args: argparse.Namespace) -> int:
         failed = _check_config(args.config)
         if failed is not None:
             return failed
-    from scheduler.app import run_scheduler
+    from scheduler.process import run_scheduler
 
     return run_scheduler(args)
 

@@ -54,6 +54,7 @@ class StorageFeed:
         drop: _ListerWrite,
         sink: Callable[[], EventSink | None],
     ) -> None:
+        self.resource = resource  # the kind of ClusterEvent it reports
         self._resource = resource
         self._put = put
         self._drop = drop

@@ -199,6 +199,7 @@ class Informer(Generic[T]):
         self.resource = resource
         self._transform = transform
         self._handler = handler
+        self.handler = handler  # read only: what the wiring handed in (tests check it)
         self.field_selector = field_selector
         self.label_selector = label_selector
         self._on_transform_error = on_transform_error

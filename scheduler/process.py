@@ -1,0 +1,99 @@
+"""The scheduler process's entry: read the configuration (exit 2 on any problem, before
+touching the cluster), open the connections (one of its own for leader election, as
+upstream's separate leader-election clientset), run the SchedulerApp until it stops,
+close the connections.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+
+from scheduler.app import EXIT_BAD_INPUT, EXIT_OK, EXIT_RUNTIME, RunOptions, SchedulerApp
+from scheduler.client.connection import Connection, ConnectionSettings
+from scheduler.config import (
+    ConfigError,
+    SchedulerConfiguration,
+    default_config,
+    load_config,
+    write_config,
+)
+
+
+def load_or_exit(path: str | None) -> SchedulerConfiguration | int:
+    try:
+        return load_config(path) if path else default_config()
+    except ConfigError as exc:
+        print(f"kube-async-scheduler: invalid configuration: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as exc:
+        print(
+            f"kube-async-scheduler: cannot read configuration {path}: {exc.strerror}",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+
+
+async def _amain(cfg: SchedulerConfiguration, options: RunOptions) -> int:
+    kubeconfig = options.kubeconfig or cfg.client_connection.kubeconfig or None
+    in_cluster = kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ
+    leader_elect = (
+        cfg.leader_election.leader_elect if options.leader_elect is None else options.leader_elect
+    )
+    connections: list[Connection] = []
+    try:
+        try:
+            connections.append(
+                await Connection.connect(
+                    ConnectionSettings(kubeconfig=kubeconfig, in_cluster=in_cluster)
+                )
+            )
+            if leader_elect:
+                # its own session and pool, as upstream's leader-election clientset
+                connections.append(
+                    await Connection.connect(
+                        ConnectionSettings(
+                            kubeconfig=kubeconfig,
+                            in_cluster=in_cluster,
+                            max_connections=4,
+                            user_agent="kube-async-scheduler/leader-election",
+                        )
+                    )
+                )
+        except Exception as exc:  # unreadable kubeconfig, no in-cluster env, ...
+            print(f"kube-async-scheduler: cannot connect to the API server: {exc}", file=sys.stderr)
+            return EXIT_RUNTIME
+        app = SchedulerApp(
+            cfg,
+            connections[0],
+            options,
+            lease_connection=connections[1] if len(connections) > 1 else None,
+        )
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, app.request_stop)
+        return await app.run()
+    finally:
+        for connection in connections:
+            await connection.close()
+
+
+def run_scheduler(args: argparse.Namespace) -> int:
+    loaded = load_or_exit(args.config)
+    if isinstance(loaded, int):
+        return loaded
+    cfg = loaded
+    if args.write_config_to:
+        write_config(cfg, args.write_config_to)
+        return EXIT_OK
+    options = RunOptions(
+        kubeconfig=args.kubeconfig,
+        bind_address=args.bind_address,
+        port=args.port,
+        leader_elect=args.leader_elect,
+        preemption_policies=bool(getattr(args, "preemption_policies", False)),
+    )
+    return asyncio.run(_amain(cfg, options))
