@@ -30,7 +30,6 @@ from scheduler.preemption.executor import (
     RESULT_SUCCESS,
     EventSink,
     ExecutorSettings,
-    ExecutorStatistics,
     PodWriter,
     PreemptionExecutor,
 )
@@ -46,7 +45,6 @@ __all__ = [
     "Evaluator",
     "EventSink",
     "ExecutorSettings",
-    "ExecutorStatistics",
     "FitCheck",
     "NodeLike",
     "NodeLookup",

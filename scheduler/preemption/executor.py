@@ -55,18 +55,23 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from scheduler.client.errors import ApiError, Conflict, LeaseNotHeld, NotFound
+from scheduler.client.errors import ApiError, LeaseNotHeld, NotFound
 from scheduler.client.events import NORMAL, ObjectRef, pod_ref
 from scheduler.clock import SYSTEM_CLOCK, Clock
 from scheduler.config.names import DEFAULT_PREEMPTION
 from scheduler.framework.waiting_pods import WaitingPods
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model.pod import (
-    CONDITION_DISRUPTION_TARGET,
-    REASON_PREEMPTION_BY_SCHEDULER,
     PodInfo,
 )
 from scheduler.preemption.evaluator import Decision
+from scheduler.preemption.reactivation import Reactivations
+from scheduler.preemption.victim_evictions import (
+    FENCED_PATCH,
+    PodWriter,
+    VictimEvictions,
+    rfc3339,
+)
 from scheduler.supervisor import TaskGroup
 
 __all__ = [
@@ -74,7 +79,6 @@ __all__ = [
     "RESULT_SUCCESS",
     "EventSink",
     "ExecutorSettings",
-    "ExecutorStatistics",
     "PodWriter",
     "PreemptionExecutor",
 ]
@@ -84,27 +88,7 @@ log = logging.getLogger(__name__)
 RESULT_SUCCESS = "success"
 RESULT_ERROR = "error"
 OPERATION = "preemption"
-PLUGIN = "DefaultPreemption"
 REJECTED_AT_PERMIT = "preempted"
-FENCED_PATCH = "patch pods/status"
-FENCED_DELETE = "delete pods"
-
-
-class PodWriter(Protocol):
-    """The API calls the executor makes (client.dispatcher.Dispatcher is one)."""
-
-    async def patch_pod_status(
-        self, namespace: str, name: str, patch: dict[str, Any]
-    ) -> dict[str, Any]: ...
-
-    async def delete_pod(
-        self,
-        namespace: str,
-        name: str,
-        *,
-        uid: str | None = None,
-        grace_period_seconds: int | None = None,
-    ) -> dict[str, Any]: ...
 
 
 class EventSink(Protocol):
@@ -133,9 +117,6 @@ def _utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-def _rfc3339(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
 
 @dataclass(frozen=True, slots=True)
 class ExecutorSettings:
@@ -150,14 +131,6 @@ class ExecutorSettings:
     the same preemptor the re-activation waits retry_initial * 2^(n-2) seconds (n >= 2),
     at most retry_max: a refusal that persists (an admission webhook, RBAC) must not turn
     into a retry loop hammering the API server. The app sets the pod backoff values."""
-
-
-@dataclass(frozen=True, slots=True)
-class ExecutorStatistics:
-    running: int
-    gated: int
-    deletes_in_flight: int
-    deletes_remembered: int
 
 
 @dataclass(slots=True, eq=False)
@@ -208,14 +181,17 @@ class PreemptionExecutor:
         self._wall = wall
         self._running: dict[str, _Preemption] = {}  # preemptor uid -> its preemption
         self._tasks = tasks if tasks is not None else TaskGroup("preemptions")
-        self._deleting: dict[str, asyncio.Future[bool]] = {}  # victim uid -> in-flight call
-        self._deleted: dict[str, float] = {}  # victim uid -> when its DELETE succeeded
+        self._evictions = VictimEvictions(
+            # through the attribute, so a fence swapped in later (tests) applies too
+            writer, lambda op: self._fence(op), clock, wall, self.settings.issued_delete_ttl
+        )
         # preemptor uid -> (victims it preempted, when its task ended): a successful
         # task's preemptor stays gated until the cache shows every one of them leaving
         self._awaiting: dict[str, tuple[tuple[PodInfo, ...], float]] = {}
         # preemptor uid -> (consecutive failed tasks, when the last one ended)
-        self._failures: dict[str, tuple[int, float]] = {}
-        self._retries: dict[str, asyncio.TimerHandle] = {}  # delayed re-activations
+        self._reactivations = Reactivations(
+            clock, self.settings.retry_initial, self.settings.retry_max
+        )
         self._closed = False
 
     # ------------------------------------------------------------------ reads
@@ -274,26 +250,12 @@ class PreemptionExecutor:
 
     def delete_issued(self, uid: str) -> bool:
         """A DELETE for this victim is in flight or succeeded recently."""
-        self._prune_deleted()
-        return uid in self._deleting or uid in self._deleted
+        return self._evictions.issued(uid)
 
     def needs_call(self, victim: PodInfo) -> bool:
         """Whether preempting this victim takes an API call (or waiting on one): not when
         it is terminating already, or its DELETE already succeeded."""
-        if victim.is_terminating:
-            return False
-        self._prune_deleted()
-        return victim.uid not in self._deleted
-
-    def statistics(self) -> ExecutorStatistics:
-        self._prune_deleted()
-        return ExecutorStatistics(
-            running=len(self._running),
-            gated=sum(1 for p in self._running.values() if p.gated or p.status_pending)
-            + len(self._awaiting),
-            deletes_in_flight=len(self._deleting),
-            deletes_remembered=len(self._deleted),
-        )
+        return not victim.is_terminating and not self._evictions.succeeded(victim.uid)
 
     # ------------------------------------------------------------------ async mode
 
@@ -310,7 +272,7 @@ class PreemptionExecutor:
         if uid in self._running:
             raise RuntimeError(f"a preemption for {decision.preemptor.key} is already running")
         self._awaiting.pop(uid, None)
-        self._cancel_retry(uid)
+        self._reactivations.cancel(uid)
         gated = any(self.needs_call(v) for v in decision.victims)
         p = _Preemption(decision, message, gated, handle)
         self._running[uid] = p
@@ -347,7 +309,9 @@ class PreemptionExecutor:
         if self._metrics is not None:
             self._metrics.preemption_goroutines_execution.labels(result=result).inc()
             self._metrics.preemption_goroutines_duration.labels(result=result).observe(elapsed)
-        delay = self._next_retry(preemptor, result, cancelled)
+        delay = self._reactivations.delay_after(
+            preemptor.uid, result == RESULT_SUCCESS, cancelled
+        )
         if result == RESULT_ERROR:
             log.warning(
                 "preemption failed, requeueing preemptor=%s node=%s retry_in=%.1fs errors=%s",
@@ -366,36 +330,7 @@ class PreemptionExecutor:
             )
         # steps 6 and 7: requeue on error (at once, unless it keeps failing), re-activate
         # always (the nomination stays in the nominator either way)
-        self._requeue(p, delay)
-
-    def _next_retry(self, preemptor: PodInfo, result: str, cancelled: bool) -> float:
-        """Seconds until the preemptor is re-activated: 0 after a success, a cancellation
-        or a first failure; growing with each further consecutive failure."""
-        uid = preemptor.uid
-        if result == RESULT_SUCCESS:
-            self._failures.pop(uid, None)
-            return 0.0
-        if cancelled:
-            return 0.0
-        n = self._failures.get(uid, (0, 0.0))[0] + 1
-        self._failures[uid] = (n, self._clock.now())
-        if n < 2 or self.settings.retry_initial <= 0:
-            return 0.0
-        delay: float = self.settings.retry_initial * float(2 ** (n - 2))
-        return min(delay, self.settings.retry_max)
-
-    def _requeue(self, p: _Preemption, delay: float) -> None:
-        preemptor = p.decision.preemptor
-        self._cancel_retry(preemptor.uid)
-        if delay > 0 and not self._closed:
-            timer = asyncio.get_running_loop().call_later(delay, self._retry, p)
-            self._retries[preemptor.uid] = timer
-            return
-        self._activate(p)
-
-    def _retry(self, p: _Preemption) -> None:
-        self._retries.pop(p.decision.preemptor.uid, None)
-        self._activate(p)
+        self._reactivations.schedule(preemptor.uid, delay, lambda: self._activate(p))
 
     def _activate(self, p: _Preemption) -> None:
         preemptor = p.decision.preemptor
@@ -403,11 +338,6 @@ class PreemptionExecutor:
             p.handle.activate([preemptor])
         except Exception:
             log.exception("activating the preemptor failed preemptor=%s", preemptor.key)
-
-    def _cancel_retry(self, uid: str) -> None:
-        handle = self._retries.pop(uid, None)
-        if handle is not None:
-            handle.cancel()
 
     def _await_last_victim(self, p: _Preemption, result: str) -> None:
         # success with victims that took a call: the answers to their DELETEs came
@@ -515,7 +445,7 @@ class PreemptionExecutor:
             "type": "PodScheduled",
             "status": "False",
             "reason": "Unschedulable",
-            "lastTransitionTime": _rfc3339(self._wall()),
+            "lastTransitionTime": rfc3339(self._wall()),
         }
         if p.message:
             condition["message"] = p.message
@@ -540,78 +470,10 @@ class PreemptionExecutor:
             )
             self._preempted_event(d, victim)
             return True
-        self._prune_deleted()
-        if victim.uid in self._deleted:
-            return True
-        in_flight = self._deleting.get(victim.uid)
-        if in_flight is not None:
-            # another preemptor is deleting it right now: share that call's outcome
-            return await asyncio.shield(in_flight)
-        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._deleting[victim.uid] = future
-        good = False
-        try:
-            good = await self._evict(p, victim)
-        finally:
-            del self._deleting[victim.uid]
-            if good:
-                self._deleted[victim.uid] = self._clock.now()
-            future.set_result(good)
+        good = await self._evictions.evict(victim, d.preemptor, d.node, p.errors)
         if good:
             self._preempted_event(d, victim)
         return good
-
-    async def _evict(self, p: _Preemption, victim: PodInfo) -> bool:
-        d = p.decision
-        if not victim.preempted_by_scheduler:
-            condition = {
-                "type": CONDITION_DISRUPTION_TARGET,
-                "status": "True",
-                "reason": REASON_PREEMPTION_BY_SCHEDULER,
-                "message": (
-                    f"{d.preemptor.scheduler_name}: preempting to accommodate a higher priority pod"
-                ),
-                "lastTransitionTime": _rfc3339(self._wall()),
-            }
-            try:
-                self._check_fence(FENCED_PATCH)
-                await self._writer.patch_pod_status(
-                    victim.namespace, victim.name, {"status": {"conditions": [condition]}}
-                )
-            except NotFound:
-                log.debug("victim already gone victim=%s", victim.key)
-                return True
-            except ApiError as exc:
-                p.errors.append(f"condition on {victim.key}: {exc}")
-                log.warning(
-                    "victim condition patch failed victim=%s preemptor=%s err=%s",
-                    victim.key,
-                    d.preemptor.key,
-                    exc,
-                )
-                return False
-        try:
-            self._check_fence(FENCED_DELETE)
-            await self._writer.delete_pod(victim.namespace, victim.name, uid=victim.uid)
-        except NotFound:
-            log.debug("victim already gone victim=%s", victim.key)
-            return True
-        except Conflict as exc:
-            # the uid precondition failed: the pod of that uid is gone and a namesake
-            # (a StatefulSet's successor) stands in its place, which we must not delete
-            log.info("victim replaced by a namesake victim=%s err=%s", victim.key, exc)
-            return True
-        except ApiError as exc:
-            p.errors.append(f"delete {victim.key}: {exc}")
-            log.warning(
-                "victim delete failed victim=%s preemptor=%s err=%s",
-                victim.key,
-                d.preemptor.key,
-                exc,
-            )
-            return False
-        log.info("preempted victim=%s preemptor=%s node=%s", victim.key, d.preemptor.key, d.node)
-        return True
 
     def _check_fence(self, operation: str) -> None:
         if not self._fence(operation):
@@ -628,17 +490,13 @@ class PreemptionExecutor:
         )
 
     def _prune_deleted(self) -> None:
-        if not self._deleted and not self._awaiting and not self._failures:
-            return
+        self._evictions.prune()
         horizon = self._clock.now() - self.settings.issued_delete_ttl
-        for uid in [u for u, t in self._deleted.items() if t < horizon]:
-            del self._deleted[uid]
+        self._reactivations.prune(horizon)
         # a preemptor deleted while awaiting its last victim, or an informer that never
         # told: the gate opens after the same horizon
         for uid in [u for u, (_, t) in self._awaiting.items() if t < horizon]:
             del self._awaiting[uid]
-        for uid in [u for u, (_, t) in self._failures.items() if t < horizon]:
-            del self._failures[uid]
 
     # ------------------------------------------------------------------ shutdown
 
@@ -647,7 +505,5 @@ class PreemptionExecutor:
         cancel the rest (each still finishes: leaves "preempting", records metrics,
         re-activates its preemptor). Returns how many were cancelled."""
         self._closed = True
-        for handle in self._retries.values():
-            handle.cancel()
-        self._retries.clear()
+        self._reactivations.close()
         return await self._tasks.drain(grace)

@@ -18,7 +18,7 @@ from scheduler.client.errors import LeaseNotHeld, ServerError
 from scheduler.framework.status import Status
 from scheduler.leader import LeaderElectionSettings, LeaderElector, LeaseFence
 from scheduler.loop import FENCED_BIND
-from scheduler.preemption.executor import FENCED_DELETE, FENCED_PATCH
+from scheduler.preemption.victim_evictions import FENCED_DELETE, FENCED_PATCH
 from tests.unit.fake_clock import FakeClock
 from tests.unit.test_client_dispatcher import FakeConnection, FakeSleep
 from tests.unit.test_leader_election import LeaseStore, VirtualTime
