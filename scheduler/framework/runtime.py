@@ -12,9 +12,7 @@ per-node plugins placed before the rejecting one, so the recorded reason is upst
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
@@ -53,8 +51,9 @@ from scheduler.framework.interfaces import (
     implements,
 )
 from scheduler.framework.registry import Registry
+from scheduler.framework.schedule import schedule_pod
 from scheduler.framework.search import SearchState
-from scheduler.framework.status import Code, Status
+from scheduler.framework.status import Code, Status, go_list, with_plugin
 from scheduler.framework.waiting_pods import WaitingPods
 from scheduler.model.pod import PodInfo
 
@@ -81,17 +80,6 @@ class FrameworkError(ValueError):
 _PRE_FILTER_ENDED_EARLY = "framework/PreFilterEndedBeforeDynamicResources"
 DYNAMIC_RESOURCES = "DynamicResources"
 DRA_STATE_NOT_FOUND = "not found"
-
-
-def go_list(items: Sequence[str]) -> str:
-    """A []string as Go's %v prints it: "[a b c]"."""
-    return "[" + " ".join(items) + "]"
-
-
-def _tag(status: Status, plugin: str) -> Status:
-    if status.ok or status.plugin:
-        return status
-    return dataclasses.replace(status, plugin=plugin)
 
 
 class Framework:
@@ -197,10 +185,6 @@ class Framework:
         search: SearchState,
     ) -> ScheduleResult | FitError:
         """The scheduling algorithm over this profile (framework/schedule.py)."""
-        # schedule.py drives this class; imported here, not at the top, to keep one
-        # direction between the two modules
-        from scheduler.framework.schedule import schedule_pod
-
         return schedule_pod(self, state, pod, snapshot, nominator, search=search)
 
     # ------------------------------------------------------------ introspection
@@ -224,7 +208,7 @@ class Framework:
         for p in self.pre_enqueue_plugins:
             st = p.pre_enqueue(pod)
             if not st.ok:
-                return _tag(st, p.name)
+                return with_plugin(st, p.name)
         return Status.success()
 
     def queue_sort_less(self, a: QueuedPod, b: QueuedPod) -> bool:
@@ -249,7 +233,7 @@ class Framework:
                 state.skip_filter.add(p.name)
                 continue
             if not st.ok:
-                st = _tag(st, p.name)
+                st = with_plugin(st, p.name)
                 if st.code == Code.UNSCHEDULABLE:
                     rejected = st
                     continue
@@ -280,7 +264,7 @@ class Framework:
                 continue
             st = p.filter(state, pod, view)
             if not st.ok:
-                return _tag(st, p.name)
+                return with_plugin(st, p.name)
         return Status.success()
 
     def run_node_filters(self, state: CycleState, pod: PodInfo, view: NodeView) -> Status:
@@ -291,7 +275,7 @@ class Framework:
                 continue
             st = p.filter(state, pod, view)
             if not st.ok:
-                return _tag(st, p.name)
+                return with_plugin(st, p.name)
         return Status.success()
 
     def run_add_pod(
@@ -314,7 +298,7 @@ class Framework:
             run = p.add_pod if method == "add_pod" else p.remove_pod
             st = run(state, pod, other, view)
             if not st.ok:
-                return _tag(st, p.name)
+                return with_plugin(st, p.name)
         return Status.success()
 
     def add_nominated_pods(
@@ -371,9 +355,9 @@ class Framework:
             if st.ok:
                 return res, st
             if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                return res, _tag(st, p.name)
+                return res, with_plugin(st, p.name)
             if not st.is_rejected:
-                return None, _tag(st, p.name)
+                return None, with_plugin(st, p.name)
             if res is not None:
                 result = res
             reasons.extend(st.reasons)
@@ -390,7 +374,7 @@ class Framework:
                 state.skip_score.add(p.name)
                 continue
             if not st.ok:
-                return _tag(st, p.name)
+                return with_plugin(st, p.name)
         return Status.success()
 
     def run_score(
@@ -411,13 +395,13 @@ class Framework:
                 for s in slots.tolist():
                     v, st = one.score(state, pod, snapshot.view(s))
                     if not st.ok:
-                        return total, per_plugin, _tag(st, p.name)
+                        return total, per_plugin, with_plugin(st, p.name)
                     values.append(v)
                 scores = np.asarray(values, dtype=np.int64)
             if declares(p, NormalizeScorePlugin):
                 st = cast(NormalizeScorePlugin, p).normalize_scores(state, pod, scores, slots)
                 if not st.ok:
-                    return total, per_plugin, _tag(st, p.name)
+                    return total, per_plugin, with_plugin(st, p.name)
             if len(scores) and (scores.min() < 0 or scores.max() > MAX_NODE_SCORE):
                 err = f"plugin {p.name} returned a score outside [0, {MAX_NODE_SCORE}]"
                 return total, per_plugin, Status(Code.ERROR, (err,), p.name)
@@ -430,7 +414,7 @@ class Framework:
         for p in self.reserve_plugins:
             st = p.reserve(state, pod, node_name)
             if not st.ok:
-                return _tag(st, p.name)
+                return with_plugin(st, p.name)
         return Status.success()
 
     def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
@@ -448,7 +432,7 @@ class Framework:
             if st.code == Code.WAIT:
                 wait = timeout if wait is None else min(wait, timeout)
             elif not st.ok:
-                return _tag(st, p.name), 0.0
+                return with_plugin(st, p.name), 0.0
         if wait is not None:
             return Status(Code.WAIT), wait
         return Status.success(), 0.0
@@ -462,7 +446,7 @@ class Framework:
                 msg = f'running PreBind plugin "{p.name}": {st.message()}'
                 return Status(Code.ERROR, (msg,), p.name, st.error)
             if not st.ok:
-                return _tag(st, p.name)
+                return with_plugin(st, p.name)
         return Status.success()
 
     async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
@@ -470,7 +454,7 @@ class Framework:
             st = await p.bind(state, pod, node_name)
             if st.code == Code.SKIP:
                 continue
-            return _tag(st, p.name)
+            return with_plugin(st, p.name)
         return Status(Code.ERROR, ("no bind plugin bound the pod",))
 
     def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:

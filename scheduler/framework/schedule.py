@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,10 +35,12 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.diagnosis import Diagnosis, FitError, ScheduleResult
 from scheduler.framework.handle import NominatedPods
 from scheduler.framework.interfaces import Int32Array, IntArray
-from scheduler.framework.runtime import Framework, _tag, go_list
 from scheduler.framework.search import SearchState as SearchState  # re-exported
-from scheduler.framework.status import Code, Status
+from scheduler.framework.status import Code, Status, go_list, with_plugin
 from scheduler.model.pod import PodInfo
+
+if TYPE_CHECKING:
+    from scheduler.framework.runtime import Framework
 
 # At DEBUG, one line per decision for the differential oracle (tests/differential), which
 # compares these against upstream's own high-verbosity score log.
@@ -91,7 +93,7 @@ def _first_rejection(
     for p in plugins:
         st = p.filter(state, pod, view)
         if not st.ok:
-            st = _tag(st, p.name)
+            st = with_plugin(st, p.name)
             if st.code == Code.ERROR:
                 raise SchedulingError(st)
             return st
@@ -192,7 +194,7 @@ def find_nodes_that_fit(
         if not passed.all():
             rejected = ~passed
             reasons = res.reasons[rejected] if res.reasons is not None else None
-            statuses = [_tag(s, p.name) for s in res.statuses]
+            statuses = [with_plugin(s, p.name) for s in res.statuses]
             for s in statuses:
                 if s.code == Code.ERROR:
                     raise SchedulingError(s)

@@ -19,7 +19,9 @@ framework only reads it), and this scheduler runs in-tree plugins only.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 
@@ -69,3 +71,15 @@ class Status:
 
 
 _SUCCESS = Status()
+
+
+def with_plugin(status: Status, plugin: str) -> Status:
+    """The status, naming `plugin` as its source unless it succeeded or names one."""
+    if status.ok or status.plugin:
+        return status
+    return dataclasses.replace(status, plugin=plugin)
+
+
+def go_list(items: Sequence[str]) -> str:
+    """A []string as Go's %v prints it: "[a b c]" (upstream's messages list plugins so)."""
+    return "[" + " ".join(items) + "]"
