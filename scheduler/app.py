@@ -44,7 +44,7 @@ from scheduler.framework.waiting_pods import WaitingPods
 from scheduler.leader import LeaderElectionSettings, LeaderElector, LeaseFence
 from scheduler.lister_informers import lister_informers, pdb_informer
 from scheduler.loop import SchedulingLoop
-from scheduler.metrics import SchedulerMetrics
+from scheduler.metrics import PolicyMetrics, SchedulerMetrics
 from scheduler.model import (
     NodeInfo,
     PodInfo,
@@ -315,7 +315,7 @@ class SchedulerApp:
             ),
             requeue_waiting=requeue_waiting,
             on_stop_signal=self.request_stop,
-            registry=self.metrics.registry,
+            metrics=PolicyMetrics(self.metrics.registry),
         )
 
     # ------------------------------------------------------------------ callbacks

@@ -269,3 +269,34 @@ class SchedulerMetrics:
             namespace=ns,
             registry=r,
         )
+
+
+class PolicyMetrics:
+    """The PreemptionPolicy counters (scheduler.policy), registered only when the
+    process reconciles PreemptionPolicies (the app builds them on its registry then;
+    tests without a registry get unregistered counters)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        ns = "scheduler"
+        self.refusals = Counter(
+            "preemption_policy_refusals_total",
+            "Preemption attempts that found no node while a PreemptionPolicy refused victims "
+            "(or capped their number), by the refusing policy.",
+            ["policy"],
+            namespace=ns,
+            registry=registry,
+        )
+        self.victims = Counter(
+            "preemption_policy_victims_total",
+            "Victims chosen by preemptions a PreemptionPolicy applied to, by policy.",
+            ["policy"],
+            namespace=ns,
+            registry=registry,
+        )
+        self.status_writes = Counter(
+            "preemption_policy_status_writes_total",
+            "PreemptionPolicy status writes by the leader, by result (success, not_found, error).",
+            ["result"],
+            namespace=ns,
+            registry=registry,
+        )

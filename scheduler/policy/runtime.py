@@ -13,10 +13,9 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry
-
 from scheduler.client.dispatcher import Dispatcher
 from scheduler.client.errors import NotFound
+from scheduler.metrics import PolicyMetrics
 from scheduler.policy.status import StatusWriter
 from scheduler.policy.store import PolicyStore
 
@@ -40,18 +39,19 @@ class PolicyRuntime:
         is_leader: Callable[[], bool],
         requeue_waiting: Callable[[], None],
         on_stop_signal: Callable[[], None] | None = None,
-        registry: CollectorRegistry | None = None,
+        metrics: PolicyMetrics | None = None,
     ) -> None:
         self._dispatcher = dispatcher
         self._kubeconfig = kubeconfig
         self._on_stop_signal = on_stop_signal
-        self.store = PolicyStore(ns_labels, registry=registry, on_spec_change=requeue_waiting)
+        metrics = metrics if metrics is not None else PolicyMetrics()
+        self.store = PolicyStore(ns_labels, metrics=metrics, on_spec_change=requeue_waiting)
         self.status = StatusWriter(
             self.store,
             self._patch_status,
             is_leader,
             lambda exc: isinstance(exc, NotFound),
-            registry=registry,
+            metrics=metrics,
         )
         self.store.on_change = self.status.mark
         self.controller: PolicyController | None = None

@@ -18,8 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter
-
+from scheduler.metrics import PolicyMetrics
 from scheduler.policy.spec import GROUP, PLURAL, VERSION
 from scheduler.policy.store import PolicyState, PolicyStore
 
@@ -67,7 +66,7 @@ class StatusWriter:
         is_not_found: Callable[[BaseException], bool],
         *,
         interval: float = 0.2,
-        registry: CollectorRegistry | None = None,
+        metrics: PolicyMetrics | None = None,
     ) -> None:
         self._store = store
         self._patch = patch
@@ -79,13 +78,7 @@ class StatusWriter:
         self._written: dict[str, dict[str, Any]] = {}
         self._transition: dict[str, tuple[bool, str]] = {}
         self._failures = 0
-        self.writes = Counter(
-            "preemption_policy_status_writes_total",
-            "PreemptionPolicy status writes by the leader, by result (success, not_found, error).",
-            ["result"],
-            namespace="scheduler",
-            registry=registry,
-        )
+        self.writes = (metrics if metrics is not None else PolicyMetrics()).status_writes
 
     def mark(self, name: str) -> None:
         """The policy's state changed (store.on_change)."""

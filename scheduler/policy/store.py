@@ -22,8 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter
-
+from scheduler.metrics import PolicyMetrics
 from scheduler.model.pod import PodInfo
 from scheduler.policy.rules import CombinedRules, NamespaceLabels, applies_to, owner_key
 from scheduler.policy.spec import PolicyError, PolicySpec, parse_policy
@@ -52,7 +51,7 @@ class PolicyStore:
         self,
         ns_labels: NamespaceLabels,
         *,
-        registry: CollectorRegistry | None = None,
+        metrics: PolicyMetrics | None = None,
         wall: Callable[[], float] = time.time,
         on_change: Callable[[str], None] | None = None,
         on_spec_change: Callable[[], None] | None = None,
@@ -64,21 +63,7 @@ class PolicyStore:
         self._last_preempted: dict[str, float] = {}
         self.on_change = on_change  # a policy's status changed (the status writer)
         self.on_spec_change = on_spec_change  # the rules in force changed (requeue pods)
-        self.refusals = Counter(
-            "preemption_policy_refusals_total",
-            "Preemption attempts that found no node while a PreemptionPolicy refused victims "
-            "(or capped their number), by the refusing policy.",
-            ["policy"],
-            namespace="scheduler",
-            registry=registry,
-        )
-        self.victims = Counter(
-            "preemption_policy_victims_total",
-            "Victims chosen by preemptions a PreemptionPolicy applied to, by policy.",
-            ["policy"],
-            namespace="scheduler",
-            registry=registry,
-        )
+        self.metrics = metrics if metrics is not None else PolicyMetrics()
 
     # ------------------------------------------------------------------ the controller's side
     def apply(self, obj: Mapping[str, Any]) -> PolicyState:
@@ -159,14 +144,14 @@ class PolicyStore:
                 state = self._states.get(name)
                 if state is not None:
                     state.victims_chosen += len(victims)
-                self.victims.labels(policy=name).inc(len(victims))
+                self.metrics.victims.labels(policy=name).inc(len(victims))
                 self._changed(name)
             return
         for name in rules.refusing_policies():
             state = self._states.get(name)
             if state is not None:
                 state.preemptions_refused += 1
-            self.refusals.labels(policy=name).inc()
+            self.metrics.refusals.labels(policy=name).inc()
             self._changed(name)
 
     def _forget_old_cooldowns(self, now: float) -> None:

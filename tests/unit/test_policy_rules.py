@@ -105,7 +105,7 @@ def test_a_protected_pod_is_never_a_victim_and_the_message_names_the_policy() ->
     )
     state = s.state("guard")
     assert state is not None and state.preemptions_refused == 1
-    assert s.refusals.labels(policy="guard")._value.get() == 1
+    assert s.metrics.refusals.labels(policy="guard")._value.get() == 1
 
 
 def test_every_applying_policy_must_allow_a_victim_the_first_by_name_is_reported() -> None:
