@@ -10,12 +10,13 @@ whatever the test wants. Every call is recorded in order as (point, pod name).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.cache import Cache, Nominator, Snapshot
 from scheduler.client.events import ObjectRef
+from scheduler.framework.cluster_event import ClusterEventWithHint
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.diagnosis import Diagnosis, FitError, ScheduleResult
 from scheduler.framework.handle import NominatedPods
@@ -162,8 +163,13 @@ class CountingQueue(SchedulingQueue[PodInfo]):
     """The real queue, counting done(uid): each pop must end in exactly one done, or the
     pod stays in flight forever."""
 
-    def __init__(self, clock: FakeClock, metrics: SchedulerMetrics) -> None:
-        super().__init__(clock=clock, metrics=metrics)
+    def __init__(
+        self,
+        clock: FakeClock,
+        metrics: SchedulerMetrics,
+        events_to_register: Mapping[str, Sequence[ClusterEventWithHint]] | None = None,
+    ) -> None:
+        super().__init__(clock=clock, metrics=metrics, events_to_register=events_to_register)
         self.done_calls: Counter[str] = Counter()
 
     def done(self, uid: str) -> None:
@@ -233,12 +239,16 @@ class Harness:
         return not self.cache.is_assumed(pod) and self.cache.get_pod(pod.uid) is None
 
 
-def harness() -> Harness:
+def harness(
+    events_to_register: Mapping[str, Sequence[ClusterEventWithHint]] | None = None,
+) -> Harness:
+    """`events_to_register`: the queueing hints of the queue (plugin -> events); none
+    by default, so a pod a plugin rejected stays unschedulable whatever happens."""
     clock = FakeClock()
     metrics = SchedulerMetrics()
     cache = Cache(clock=clock)
     cache.add_node(make_node(NODE).obj())
-    queue = CountingQueue(clock, metrics)
+    queue = CountingQueue(clock, metrics, events_to_register)
     nominator = Nominator()
     fwk = FakeFramework()
     events = RecordingEvents()

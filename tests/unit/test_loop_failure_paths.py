@@ -22,11 +22,13 @@ import pytest
 from scheduler.binding_cycle import FENCED_BIND, PERMIT_TIMEOUT
 from scheduler.cache import Snapshot
 from scheduler.client.errors import ApiError, Conflict
+from scheduler.framework.cluster_event import ClusterEventWithHint
 from scheduler.framework.diagnosis import FitError, ScheduleResult
 from scheduler.framework.interfaces import PostFilterResult
 from scheduler.framework.schedule import SchedulingError
 from scheduler.framework.status import Code, Status
 from scheduler.model import PodInfo
+from scheduler.queue.events import ASSIGNED_POD_DELETE
 from scheduler.scheduling_failure import RESULT_SCHEDULED, RESULT_UNSCHEDULABLE
 from tests.unit.builders import make_pod
 from tests.unit.fake_framework import (
@@ -146,6 +148,30 @@ async def test_a_failed_bind_is_undone_and_requeued_with_backoff_and_told(
         }
     ]
     assert h.fwk.called("run_post_bind") == []
+
+
+@pytest.mark.parametrize(
+    ("point", "script"),
+    [
+        ("bind", _api_error),
+        ("pre_bind", _pre_bind_fails),
+        ("bind", async_raising(RuntimeError("bind plugin bug"))),
+    ],
+    ids=["bind-api-error", "pre-bind-failure", "bind-plugin-crash"],
+)
+async def test_a_failed_bind_frees_the_room_for_the_pods_waiting_for_it(
+    point: str, script: Any
+) -> None:
+    """handleBindingCycleError: forgetting the assumed pod is an AssignedPodDelete."""
+    h = harness({"NodeResourcesFit": [ClusterEventWithHint(ASSIGNED_POD_DELETE)]})
+    h.fwk.schedule = does_not_fit()
+    waiting_for_room = make_pod("small").obj()
+    await h.attempt(waiting_for_room)
+    assert h.queue.where(waiting_for_room.uid) == "unschedulable"
+    h.fwk.schedule = lambda pod, snapshot: ScheduleResult(NODE, 1, 1)
+    setattr(h.fwk, point, script)
+    await h.attempt(make_pod("web").obj())
+    assert h.queue.where(waiting_for_room.uid) in ("backoff", "active")
 
 
 async def test_draining_with_no_grace_cancels_a_bind_in_flight_and_forgets_its_pod() -> None:
@@ -296,7 +322,6 @@ async def test_a_pod_waiting_at_permit_binds_once_allowed() -> None:
     assert h.queue.where(p.uid) is None
 
 
-@pytest.mark.xfail(strict=True, reason="the binding cycle reports a Permit rejection as an error")
 async def test_a_pod_rejected_while_waiting_at_permit_is_undone_and_unschedulable() -> None:
     """What preemption does to a victim held at Permit (upstream bindingCycle turns the
     rejection into a FitError on the one node: the pod is Unschedulable, the plugin its
@@ -325,7 +350,6 @@ async def test_a_pod_rejected_while_waiting_at_permit_is_undone_and_unschedulabl
     ]
 
 
-@pytest.mark.xfail(strict=True, reason="the binding cycle reports a Permit rejection as an error")
 async def test_a_pod_waiting_at_permit_past_its_timeout_is_rejected() -> None:
     h = harness()
     _wait_at_permit(h, 0.001)  # real time on the real event loop; awaited, never slept on
@@ -339,9 +363,30 @@ async def test_a_pod_waiting_at_permit_past_its_timeout_is_rejected() -> None:
     assert h.fwk.called("run_unreserve") == ["web"]
     assert len(h.fwk.waiting_pods) == 0
     assert h.queue.done_calls[p.uid] == 1
-    assert h.queue.where(p.uid) in ("unschedulable", "backoff")
+    # no rejector is known (run_permit folds every plugin's wait into one), so backoff
+    assert h.queue.where(p.uid) == "backoff"
+    assert [c["reason"] for c in conditions(h, "web")] == ["Unschedulable"]
     assert h.events.failed_scheduling() == [("web", message)]
     assert h.attempts(RESULT_UNSCHEDULABLE) == 1.0
+
+
+async def test_a_permit_rejection_frees_the_room_for_the_others_but_not_for_the_pod() -> None:
+    """handleBindingCycleError: the forgotten pod's room is an AssignedPodDelete for the
+    pods waiting for room, sent after the pod's own requeue and never moving the pod."""
+    room_freed = [ClusterEventWithHint(ASSIGNED_POD_DELETE)]
+    h = harness({"NodeResourcesFit": room_freed, "DefaultPreemption": room_freed})
+    h.fwk.schedule = does_not_fit()
+    waiting_for_room = make_pod("small").obj()
+    await h.attempt(waiting_for_room)
+    assert h.queue.where(waiting_for_room.uid) == "unschedulable"
+    h.fwk.schedule = lambda pod, snapshot: ScheduleResult(NODE, 1, 1)
+    _wait_at_permit(h, SAFETY)
+    p = make_pod("web").obj()
+    h.loop.schedule_one(await h.pop(p))
+    assert h.fwk.waiting_pods.reject(p.uid, "DefaultPreemption", "preempted")
+    await h.loop.drain_binds(SAFETY)
+    assert h.queue.where(waiting_for_room.uid) in ("backoff", "active")
+    assert h.queue.where(p.uid) == "unschedulable"
 
 
 # ---------------------------------------------------------------- PostFilter
