@@ -2,28 +2,38 @@
 
   wait at Permit -> PreBind -> Bind (pods/binding) -> PostBind.
 
-Any failure unreserves, forgets the assumption and requeues the pod; a 409 (someone
-else bound it first, or it is being deleted) forgets the assumption and leaves the rest
-to the informer, which then shows where the pod really went. Right before the bind the
-lease fence is checked: a replica that may have lost its lease sends nothing.
+Any failure unreserves, forgets the assumption and requeues the pod: a rejection while
+waiting at Permit as Unschedulable (its plugin the rejector), anything later with
+backoff. A 409 (someone else bound it first, or it is being deleted) forgets the
+assumption and leaves the rest to the informer, which then shows where the pod really
+went. Right before the bind the lease fence is checked: a replica that may have lost its
+lease sends nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Callable
 
 from scheduler.client.errors import ApiError, Conflict, LeaseNotHeld
 from scheduler.client.events import EventRecorder, pod_ref
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.diagnosis import fit_error_message
 from scheduler.framework.scheduling_framework import SchedulingFramework
 from scheduler.framework.status import Code, Status
 from scheduler.framework.waiting_pods import WaitingPod
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model import PodInfo
 from scheduler.queue import QueuedPodInfo
-from scheduler.scheduling_failure import RESULT_ERROR, RESULT_SCHEDULED, FailureHandler
+from scheduler.queue.events import ASSIGNED_POD_DELETE
+from scheduler.scheduling_failure import (
+    RESULT_ERROR,
+    RESULT_SCHEDULED,
+    RESULT_UNSCHEDULABLE,
+    FailureHandler,
+)
 from scheduler.supervisor import TaskGroup
 
 log = logging.getLogger("scheduler.loop")
@@ -38,6 +48,15 @@ class BindRejected(Exception):
 
 class PreBindFailed(BindRejected):
     """A PreBind plugin failed; its message is upstream's own wording (no prefix)."""
+
+
+class PermitRejected(BindRejected):
+    """Rejected (Unschedulable) while waiting at Permit: by a plugin, by preemption
+    taking the pod as a victim, or by the wait timing out."""
+
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message())
+        self.status = status
 
 
 class BindingCycles:
@@ -143,6 +162,8 @@ class BindingCycles:
                 self._failures.undo(fwk, state, assumed, node)
                 self._queue.done(pod.uid)
             raise
+        except PermitRejected as exc:
+            self._permit_rejected(fwk, state, info, assumed, node, exc.status, start)
         except (BindRejected, ApiError) as exc:
             self._failures.undo(fwk, state, assumed, node)
             # the room it held is free again: others may fit now
@@ -158,6 +179,7 @@ class BindingCycles:
         except Exception as exc:
             log.exception("binding cycle crashed pod=%s", pod.key)
             self._failures.undo(fwk, state, assumed, node)
+            self._queue.assigned_pod_deleted(assumed)  # as for any failed bind
             self._failures.failed(
                 fwk, info, Status.from_error(exc), f"binding failed: {exc}", start, RESULT_ERROR
             )
@@ -173,8 +195,41 @@ class BindingCycles:
             st = Status.unschedulable(PERMIT_TIMEOUT)
         finally:
             fwk.waiting_pods.remove(waiting.pod.uid)
+        if st.is_rejected:
+            raise PermitRejected(st)
         if not st.ok:
             raise BindRejected(st.message())
+
+    def _permit_rejected(
+        self,
+        fwk: SchedulingFramework,
+        state: CycleState,
+        info: QueuedPodInfo[PodInfo],
+        assumed: PodInfo,
+        node: str,
+        rejection: Status,
+        start: float,
+    ) -> None:
+        """upstream bindingCycle turns a rejection at WaitOnPermit into a FitError on the
+        one node the pod was assumed on, so the pod is Unschedulable with the plugin as
+        its rejector, as if Permit had said no in the scheduling cycle; its message is
+        that FitError's ("0/1 nodes are available: 1 <reason>."). handleBindingCycleError
+        then tells the other pods the room is free, after the requeue and not the pod
+        itself (pkg/scheduler/schedule_one.go)."""
+        self._failures.undo(fwk, state, assumed, node)
+        message = fit_error_message(1, Counter(rejection.reasons))
+        self._failures.failed(
+            fwk,
+            info,
+            Status(rejection.code, (message,), rejection.plugin),
+            message,
+            start,
+            RESULT_UNSCHEDULABLE,
+            rejectors={rejection.plugin} if rejection.plugin else set(),
+        )
+        self._queue.move_all_to_active_or_backoff(
+            ASSIGNED_POD_DELETE, assumed, None, pre_check=lambda pod: pod.uid != assumed.uid
+        )
 
     def _bound(
         self, fwk: SchedulingFramework, info: QueuedPodInfo[PodInfo], node: str, start: float

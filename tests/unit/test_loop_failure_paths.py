@@ -1,0 +1,524 @@
+"""The scheduling loop's failure paths (issue 15), against a scriptable fake framework
+(tests/unit/fake_framework.py) with the real Cache, SchedulingQueue, Nominator,
+StatusWriter and SchedulerMetrics.
+
+Every path must end with the pod in exactly one place (a queue, or done because the
+informer will tell the rest), the cache holding no stale assumption, and queue.done
+called exactly once, so the pod is never left in flight. Upstream's rule book:
+pkg/scheduler/schedule_one.go (schedulingCycle, bindingCycle, handleBindingCycleError,
+handleSchedulingFailure).
+
+Nothing waits for time: a binding cycle is awaited through loop.drain_binds (its grace is
+only a safety net) and the status writes through StatusWriter.wait_idle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from scheduler.binding_cycle import FENCED_BIND, PERMIT_TIMEOUT
+from scheduler.cache import Snapshot
+from scheduler.client.errors import ApiError, Conflict
+from scheduler.framework.cluster_event import ClusterEventWithHint
+from scheduler.framework.diagnosis import FitError, ScheduleResult
+from scheduler.framework.interfaces import PostFilterResult
+from scheduler.framework.schedule import SchedulingError
+from scheduler.framework.status import Code, Status
+from scheduler.model import PodInfo
+from scheduler.queue.events import ASSIGNED_POD_DELETE
+from scheduler.scheduling_failure import RESULT_SCHEDULED, RESULT_UNSCHEDULABLE
+from tests.unit.builders import make_pod
+from tests.unit.fake_framework import (
+    NODE,
+    DeclaredPostFilter,
+    FakeFramework,
+    Harness,
+    async_raising,
+    does_not_fit,
+    harness,
+    raising,
+)
+
+SAFETY = 30.0  # seconds; only ever reached when a test is about to fail
+
+
+def conditions(h: Harness, pod: str) -> list[dict[str, Any]]:
+    return [c for name, body in h.patches if name == pod for c in body["status"]["conditions"]]
+
+
+def assert_nothing_bound(h: Harness, pod: PodInfo) -> None:
+    assert h.fwk.called("run_bind") == []
+    assert h.fwk.called("run_post_bind") == []
+    assert not [e for e in h.events.sent if e.reason == "Scheduled"]
+    assert h.attempts(RESULT_SCHEDULED) == 0.0
+    assert h.cache_clean(pod)
+
+
+# ---------------------------------------------------------------- binding cycle
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        'Operation cannot be fulfilled on pods/binding "web": pod web is being deleted, '
+        "cannot be assigned to a host",
+        'Operation cannot be fulfilled on pods/binding "web": pod web is already assigned '
+        'to node "n2"',
+    ],
+    ids=["being-deleted", "already-assigned"],
+)
+async def test_a_bind_conflict_forgets_and_unreserves_and_leaves_the_rest_to_the_informer(
+    message: str,
+) -> None:
+    h = harness()
+
+    async def conflict(pod: PodInfo, node: str) -> Status:
+        return Status.from_error(Conflict(409, "Conflict", message), plugin="DefaultBinder")
+
+    h.fwk.bind = conflict
+    p = make_pod("web").obj()
+    await h.attempt(p)
+    assert h.fwk.called("run_bind") == ["web"]
+    assert h.fwk.called("run_unreserve") == ["web"]
+    assert h.cache_clean(p)
+    assert h.queue.where(p.uid) is None  # not requeued: the informer shows where it went
+    assert h.queue.done_calls[p.uid] == 1
+    assert h.events.sent == []  # no FailedScheduling for a pod that is not failing
+    assert h.patches == []
+    assert h.fwk.called("run_post_bind") == []
+
+
+async def _api_error(pod: PodInfo, node: str) -> Status:
+    err = ApiError(500, "InternalError", "etcdserver: request timed out")
+    return Status.from_error(err, plugin="DefaultBinder")
+
+
+PREBIND_MESSAGE = 'running PreBind plugin "VolumeBinding": binding volumes: timed out'
+
+
+async def _pre_bind_fails(pod: PodInfo, node: str) -> Status:
+    return Status(Code.ERROR, (PREBIND_MESSAGE,), "VolumeBinding")
+
+
+@pytest.mark.parametrize(
+    ("point", "script", "message", "bind_called"),
+    [
+        (
+            "bind",
+            _api_error,
+            "binding rejected: 500 InternalError: etcdserver: request timed out",
+            True,
+        ),
+        # upstream's PreBind message as is, with no prefix of ours
+        ("pre_bind", _pre_bind_fails, PREBIND_MESSAGE, False),
+        (
+            "bind",
+            async_raising(RuntimeError("bind plugin bug")),
+            "binding failed: bind plugin bug",
+            True,
+        ),
+    ],
+    ids=["bind-api-error", "pre-bind-failure", "bind-plugin-crash"],
+)
+async def test_a_failed_bind_is_undone_and_requeued_with_backoff_and_told(
+    point: str, script: Any, message: str, bind_called: bool
+) -> None:
+    h = harness()
+    setattr(h.fwk, point, script)
+    p = make_pod("web").obj()
+    await h.attempt(p)
+    assert h.fwk.called("run_bind") == (["web"] if bind_called else [])
+    assert h.fwk.called("run_unreserve") == ["web"]
+    assert h.cache_clean(p)
+    assert h.queue.where(p.uid) == "backoff"
+    assert h.queue.done_calls[p.uid] == 1
+    assert h.events.failed_scheduling() == [("web", message)]
+    assert h.attempts("error") == 1.0
+    assert h.attempts(RESULT_SCHEDULED) == 0.0
+    assert [(c["type"], c["status"], c["reason"], c["message"]) for c in conditions(h, "web")] == [
+        ("PodScheduled", "False", "SchedulerError", message)
+    ]
+    assert h.fwk.called("run_post_bind") == []
+
+
+@pytest.mark.parametrize(
+    ("point", "script"),
+    [
+        ("bind", _api_error),
+        ("pre_bind", _pre_bind_fails),
+        ("bind", async_raising(RuntimeError("bind plugin bug"))),
+    ],
+    ids=["bind-api-error", "pre-bind-failure", "bind-plugin-crash"],
+)
+async def test_a_failed_bind_frees_the_room_for_the_pods_waiting_for_it(
+    point: str, script: Any
+) -> None:
+    """handleBindingCycleError: forgetting the assumed pod is an AssignedPodDelete."""
+    h = harness({"NodeResourcesFit": [ClusterEventWithHint(ASSIGNED_POD_DELETE)]})
+    h.fwk.schedule = does_not_fit()
+    waiting_for_room = make_pod("small").obj()
+    await h.attempt(waiting_for_room)
+    assert h.queue.where(waiting_for_room.uid) == "unschedulable"
+    h.fwk.schedule = lambda pod, snapshot: ScheduleResult(NODE, 1, 1)
+    setattr(h.fwk, point, script)
+    await h.attempt(make_pod("web").obj())
+    assert h.queue.where(waiting_for_room.uid) in ("backoff", "active")
+
+
+async def test_draining_with_no_grace_cancels_a_bind_in_flight_and_forgets_its_pod() -> None:
+    h = harness()
+    entered = asyncio.Event()
+    never = asyncio.Event()
+    returned: list[str] = []
+
+    async def hanging_bind(pod: PodInfo, node: str) -> Status:
+        entered.set()
+        await never.wait()
+        returned.append(pod.name)
+        return Status.success()
+
+    h.fwk.bind = hanging_bind
+    p = make_pod("web").obj()
+    h.loop.schedule_one(await h.pop(p))
+    await asyncio.wait_for(entered.wait(), SAFETY)
+    (task,) = h.binds.tasks
+    assert h.loop.binds_in_flight == 1 and h.cache.is_assumed(p)
+    await h.loop.drain_binds(0)
+    assert task.cancelled()
+    assert h.loop.binds_in_flight == 0
+    assert returned == []
+    assert h.fwk.called("run_unreserve") == ["web"]
+    assert h.fwk.called("run_post_bind") == []
+    assert h.cache_clean(p)
+    assert h.queue.done_calls[p.uid] == 1
+    assert h.queue.where(p.uid) is None  # shutting down: the next leader schedules it
+    assert h.events.sent == []
+
+
+async def test_a_closed_lease_fence_sends_no_bind_and_requeues_quietly() -> None:
+    h = harness()
+    h.fence_open = False
+    p = make_pod("web").obj()
+    await h.attempt(p)
+    assert h.fence_asked == [FENCED_BIND]
+    assert h.fwk.called("run_pre_bind") == ["web"]
+    assert_nothing_bound(h, p)
+    assert h.fwk.called("run_unreserve") == ["web"]
+    assert h.queue.where(p.uid) == "backoff"  # not lost
+    assert h.queue.done_calls[p.uid] == 1
+    assert h.events.sent == []  # a replica stepping down does not speak for the pod
+    assert h.patches == []
+    assert h.attempts("error") == 0.0
+
+
+# ---------------------------------------------------------------- crashes in the cycle
+
+
+def _crash_in(fwk: FakeFramework, point: str) -> None:
+    boom = ZeroDivisionError("division by zero")
+    if point == "post_filter":
+        fwk.schedule = does_not_fit()
+        fwk.post_filter_plugins = (DeclaredPostFilter(),)
+    setattr(fwk, point, raising(boom))
+
+
+@pytest.mark.parametrize(
+    ("point", "assumed"),
+    [("schedule", False), ("reserve", True), ("permit", True), ("post_filter", False)],
+)
+async def test_a_plugin_crash_in_the_scheduling_cycle_requeues_with_backoff(
+    point: str, assumed: bool
+) -> None:
+    h = harness()
+    _crash_in(h.fwk, point)
+    p = make_pod("web").obj()
+    await h.attempt(p)
+    assert h.queue.where(p.uid) == "backoff"  # not lost, not retried at once
+    assert h.queue.done_calls[p.uid] == 1
+    assert h.cache_clean(p)
+    # what was reserved is unreserved; nothing else is
+    assert h.fwk.called("run_unreserve") == (["web"] if assumed else [])
+    assert h.fwk.called("run_pre_bind") == []
+    assert h.loop.binds_in_flight == 0 and len(h.fwk.waiting_pods) == 0
+    assert h.events.failed_scheduling() == [
+        ("web", "internal error in the scheduling cycle: ZeroDivisionError: division by zero")
+    ]
+    assert h.attempts("error") == 1.0
+    assert h.attempts(RESULT_UNSCHEDULABLE) == 0.0
+    assert [c["reason"] for c in conditions(h, "web")] == ["SchedulerError"]
+    assert len(h.nominator) == 0
+
+
+async def test_an_internal_error_reported_by_the_algorithm_requeues_with_backoff() -> None:
+    h = harness()
+    st = Status(Code.ERROR, ("reading the claim: boom",), "VolumeBinding")
+    h.fwk.schedule = raising(SchedulingError(st))
+    p = make_pod("web").obj()
+    await h.attempt(p)
+    assert h.queue.where(p.uid) == "backoff"
+    assert h.queue.done_calls[p.uid] == 1
+    assert h.cache_clean(p)
+    assert h.events.failed_scheduling() == [("web", str(SchedulingError(st)))]
+    assert h.attempts("error") == 1.0
+
+
+# ---------------------------------------------------------------- Permit
+
+
+async def test_a_permit_rejection_undoes_the_assumption_and_makes_the_pod_unschedulable() -> None:
+    h = harness()
+    h.fwk.permit = lambda pod, node: (Status.unschedulable("gang not ready", plugin="Gang"), 0.0)
+    p = make_pod("web").obj()
+    await h.attempt(p)
+    assert h.fwk.called("run_unreserve") == ["web"]
+    assert_nothing_bound(h, p)
+    assert h.fwk.called("run_pre_bind") == []
+    assert h.queue.where(p.uid) == "unschedulable"
+    info = h.queue.get(p.uid)
+    assert info is not None and info.unschedulable_plugins == {"Gang"}
+    assert h.queue.done_calls[p.uid] == 1
+    assert h.events.failed_scheduling() == [("web", "gang not ready")]
+    assert h.attempts(RESULT_UNSCHEDULABLE) == 1.0
+    assert [c["reason"] for c in conditions(h, "web")] == ["Unschedulable"]
+
+
+def _wait_at_permit(h: Harness, timeout: float) -> None:
+    h.fwk.permit = lambda pod, node: (Status(Code.WAIT), timeout)
+
+
+async def test_a_pod_waiting_at_permit_binds_once_allowed() -> None:
+    h = harness()
+    _wait_at_permit(h, SAFETY)
+    p = make_pod("web").obj()
+    h.loop.schedule_one(await h.pop(p))
+    waiting = h.fwk.waiting_pods.get(p.uid)
+    assert waiting is not None and waiting.node == NODE
+    for _ in range(20):  # turns of the event loop, not time: the wait holds
+        await asyncio.sleep(0)
+    assert h.fwk.called("run_pre_bind") == []
+    assert h.queue.where(p.uid) == "in_flight"
+    waiting.allow()
+    await h.loop.drain_binds(SAFETY)
+    assert h.fwk.calls[-3:] == [
+        ("run_pre_bind", "web"),
+        ("run_bind", "web"),
+        ("run_post_bind", "web"),
+    ]
+    assert len(h.fwk.waiting_pods) == 0
+    assert h.cache.is_assumed(p)  # until the informer confirms the bind
+    assert h.fwk.called("run_unreserve") == []
+    assert [e.reason for e in h.events.sent] == ["Scheduled"]
+    assert h.attempts(RESULT_SCHEDULED) == 1.0
+    assert h.queue.done_calls[p.uid] == 1
+    assert h.queue.where(p.uid) is None
+
+
+async def test_a_pod_rejected_while_waiting_at_permit_is_undone_and_unschedulable() -> None:
+    """What preemption does to a victim held at Permit (upstream bindingCycle turns the
+    rejection into a FitError on the one node: the pod is Unschedulable, the plugin its
+    rejector)."""
+    h = harness()
+    _wait_at_permit(h, SAFETY)
+    p = make_pod("web").obj()
+    h.loop.schedule_one(await h.pop(p))
+    assert h.fwk.waiting_pods.reject(p.uid, "DefaultPreemption", "preempted")
+    await h.loop.drain_binds(SAFETY)
+    await h.status_writer.wait_idle()
+    message = "0/1 nodes are available: 1 preempted."
+    assert h.fwk.called("run_pre_bind") == []
+    assert_nothing_bound(h, p)
+    assert h.fwk.called("run_unreserve") == ["web"]
+    assert len(h.fwk.waiting_pods) == 0
+    assert h.queue.where(p.uid) == "unschedulable"
+    info = h.queue.get(p.uid)
+    assert info is not None and info.unschedulable_plugins == {"DefaultPreemption"}
+    assert h.queue.done_calls[p.uid] == 1
+    assert h.events.failed_scheduling() == [("web", message)]
+    assert h.attempts(RESULT_UNSCHEDULABLE) == 1.0
+    assert h.attempts("error") == 0.0
+    assert [(c["reason"], c["message"]) for c in conditions(h, "web")] == [
+        ("Unschedulable", message)
+    ]
+
+
+async def test_a_pod_waiting_at_permit_past_its_timeout_is_rejected() -> None:
+    h = harness()
+    _wait_at_permit(h, 0.001)  # real time on the real event loop; awaited, never slept on
+    p = make_pod("web").obj()
+    h.loop.schedule_one(await h.pop(p))
+    await h.loop.drain_binds(SAFETY)
+    await h.status_writer.wait_idle()
+    message = f"0/1 nodes are available: 1 {PERMIT_TIMEOUT}."
+    assert h.fwk.called("run_pre_bind") == []
+    assert_nothing_bound(h, p)
+    assert h.fwk.called("run_unreserve") == ["web"]
+    assert len(h.fwk.waiting_pods) == 0
+    assert h.queue.done_calls[p.uid] == 1
+    # no rejector is known (run_permit folds every plugin's wait into one), so backoff
+    assert h.queue.where(p.uid) == "backoff"
+    assert [c["reason"] for c in conditions(h, "web")] == ["Unschedulable"]
+    assert h.events.failed_scheduling() == [("web", message)]
+    assert h.attempts(RESULT_UNSCHEDULABLE) == 1.0
+
+
+async def test_a_permit_rejection_frees_the_room_for_the_others_but_not_for_the_pod() -> None:
+    """handleBindingCycleError: the forgotten pod's room is an AssignedPodDelete for the
+    pods waiting for room, sent after the pod's own requeue and never moving the pod."""
+    room_freed = [ClusterEventWithHint(ASSIGNED_POD_DELETE)]
+    h = harness({"NodeResourcesFit": room_freed, "DefaultPreemption": room_freed})
+    h.fwk.schedule = does_not_fit()
+    waiting_for_room = make_pod("small").obj()
+    await h.attempt(waiting_for_room)
+    assert h.queue.where(waiting_for_room.uid) == "unschedulable"
+    h.fwk.schedule = lambda pod, snapshot: ScheduleResult(NODE, 1, 1)
+    _wait_at_permit(h, SAFETY)
+    p = make_pod("web").obj()
+    h.loop.schedule_one(await h.pop(p))
+    assert h.fwk.waiting_pods.reject(p.uid, "DefaultPreemption", "preempted")
+    await h.loop.drain_binds(SAFETY)
+    assert h.queue.where(waiting_for_room.uid) in ("backoff", "active")
+    assert h.queue.where(p.uid) == "unschedulable"
+
+
+# ---------------------------------------------------------------- PostFilter
+
+
+def _post_filter_answers(h: Harness, result: PostFilterResult | None, st: Status) -> None:
+    h.fwk.schedule = does_not_fit()
+    h.fwk.post_filter_plugins = (DeclaredPostFilter(),)
+    h.fwk.post_filter = lambda pod: (result, st)
+
+
+async def test_a_nomination_from_post_filter_is_recorded_and_written() -> None:
+    h = harness()
+    _post_filter_answers(h, PostFilterResult(nominated_node_name=NODE), Status.success())
+    p = make_pod("web").obj()
+    await h.attempt(p)
+    assert h.nominator.nominated_node(p) == NODE
+    assert [body["status"].get("nominatedNodeName") for _, body in h.patches] == [NODE]
+    assert h.queue.where(p.uid) == "unschedulable"
+    assert h.queue.done_calls[p.uid] == 1
+    assert h.attempts(RESULT_UNSCHEDULABLE) == 1.0
+    assert h.events.failed_scheduling() == [("web", "0/1 nodes are available: 1 Insufficient cpu.")]
+
+
+@pytest.mark.parametrize("had_one", [True, False])
+async def test_an_empty_nomination_clears_it_and_the_status_only_when_the_pod_had_one(
+    had_one: bool,
+) -> None:
+    h = harness()
+    builder = make_pod("web")
+    if had_one:
+        builder = builder.nominated("n0")
+    p = builder.obj()
+    h.nominator.add(p)  # as the informer would
+    _post_filter_answers(
+        h, PostFilterResult(nominated_node_name=""), Status.unschedulable("no victims")
+    )
+    await h.attempt(p)
+    assert h.nominator.nominated_node(p) is None
+    (body,) = [body for _, body in h.patches]
+    if had_one:
+        assert "nominatedNodeName" in body["status"]
+        assert body["status"]["nominatedNodeName"] is None  # JSON null clears it
+    else:
+        assert "nominatedNodeName" not in body["status"]
+
+
+async def test_pods_post_filter_cleared_lose_their_nomination() -> None:
+    h = harness()
+    low = make_pod("low").obj()
+    other = make_pod("other").obj()
+    h.nominator.add(low, NODE)
+    h.nominator.add(other, NODE)
+    _post_filter_answers(
+        h, PostFilterResult(nominated_node_name=NODE, cleared=(low,)), Status.success()
+    )
+    p = make_pod("web").obj()
+    await h.attempt(p)
+    assert h.nominator.nominated_node(low) is None
+    assert h.nominator.nominated_node(other) == NODE
+    assert {x.name for x in h.nominator.nominated_pods_for_node(NODE)} == {"other", "web"}
+
+
+async def test_a_post_filter_whose_task_writes_the_status_gets_no_write_from_the_loop() -> None:
+    h = harness()
+    _post_filter_answers(
+        h, PostFilterResult(nominated_node_name=NODE, status_by_task=True), Status.success()
+    )
+    p = make_pod("web").obj()
+    await h.attempt(p)
+    assert h.patches == []
+    assert h.nominator.nominated_node(p) == NODE  # the loop still records it
+    assert len(h.events.failed_scheduling()) == 1  # and still tells the pod
+    assert h.queue.where(p.uid) == "unschedulable"
+    assert h.queue.done_calls[p.uid] == 1
+
+
+async def test_a_post_filter_error_records_no_nomination() -> None:
+    h = harness()
+    _post_filter_answers(
+        h, PostFilterResult(nominated_node_name=NODE), Status(Code.ERROR, ("listing pdbs",))
+    )
+    p = make_pod("web").obj()
+    await h.attempt(p)
+    assert h.nominator.nominated_node(p) is None
+    assert "nominatedNodeName" not in h.patches[0][1]["status"]
+    assert h.queue.where(p.uid) == "unschedulable"
+
+
+async def test_run_awaits_what_post_filter_asks_to_settle_before_popping_the_next_pod() -> None:
+    h = harness()
+    first, second = make_pod("first").priority(10).obj(), make_pod("second").obj()
+    settling, released, second_popped = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def settle() -> None:
+        h.fwk.calls.append(("settle-begin", "first"))
+        settling.set()
+        await released.wait()
+        h.fwk.calls.append(("settle-end", "first"))
+
+    no_fit = does_not_fit()
+
+    def schedule(pod: PodInfo, snapshot: Snapshot) -> ScheduleResult | FitError:
+        if pod.name == "second":
+            second_popped.set()
+            return ScheduleResult(NODE, 1, 1)
+        result: ScheduleResult | FitError = no_fit(pod, snapshot)
+        return result
+
+    h.fwk.schedule = schedule
+    h.fwk.post_filter_plugins = (DeclaredPostFilter(),)
+    h.fwk.post_filter = lambda pod: (
+        PostFilterResult(nominated_node_name=NODE, settle=settle()),
+        Status.success(),
+    )
+    h.queue.add(first)
+    h.queue.add(second)
+    runner = asyncio.create_task(h.loop.run())
+    try:
+        await asyncio.wait(
+            [asyncio.ensure_future(settling.wait()), asyncio.ensure_future(second_popped.wait())],
+            timeout=SAFETY,
+            return_when=asyncio.FIRST_COMPLETED,
+        )
+        assert settling.is_set() and not second_popped.is_set()
+        for _ in range(20):  # turns of the event loop: the loop stays parked on settle
+            await asyncio.sleep(0)
+        assert h.fwk.called("schedule_pod") == ["first"]
+        assert h.queue.where(second.uid) == "active"
+        released.set()
+        await asyncio.wait_for(second_popped.wait(), SAFETY)
+        assert [c for c in h.fwk.calls if c[0] in ("settle-end", "schedule_pod")] == [
+            ("schedule_pod", "first"),
+            ("settle-end", "first"),
+            ("schedule_pod", "second"),
+        ]
+    finally:
+        h.loop.stop()
+        h.queue.close()
+        await asyncio.wait_for(runner, SAFETY)
+        await h.loop.drain_binds(SAFETY)
