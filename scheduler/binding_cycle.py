@@ -172,7 +172,9 @@ class BindingCycles:
                 fwk,
                 info,
                 Status(Code.ERROR, (str(exc),)),
-                str(exc) if isinstance(exc, PreBindFailed) else f"binding rejected: {exc}",
+                # PreBind and Bind failures carry upstream's own wording ("running ...
+                # plugin"); an API error raised past the plugins says what it is
+                str(exc) if isinstance(exc, BindRejected) else f"binding rejected: {exc}",
                 start,
                 RESULT_ERROR,
             )

@@ -454,6 +454,11 @@ class Framework:
             st = await p.bind(state, pod, node_name)
             if st.code == Code.SKIP:
                 continue
+            if st.code == Code.ERROR:
+                # upstream RunBindPlugins wraps an error in the plugin's name; the pod's
+                # FailedScheduling event carries that text
+                msg = f'running Bind plugin "{p.name}": {st.message()}'
+                return Status(Code.ERROR, (msg,), p.name, st.error)
             return with_plugin(st, p.name)
         return Status(Code.ERROR, ("no bind plugin bound the pod",))
 

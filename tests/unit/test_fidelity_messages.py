@@ -299,3 +299,19 @@ def test_a_failed_nominated_node_joins_the_absent_nodes_plugin_list() -> None:
         "0/3 nodes are available: 1 Insufficient cpu,"
         " 2 node(s) didn't satisfy plugin(s) [NodeAffinity NodeResourcesFit]."
     )
+
+
+async def test_a_failed_bind_says_upstreams_running_bind_plugin_with_the_api_message() -> None:
+    """upstream RunBindPlugins: `running Bind plugin "DefaultBinder": <err>`, where err is
+    client-go's StatusError, which reads as the API server's message."""
+    from scheduler.client.errors import ApiError
+    from scheduler.framework import Handle
+
+    async def refuse(pod: Any, node: str) -> None:
+        raise ApiError(500, "InternalError", "Internal error occurred: etcd down")
+
+    fw = make_framework(handle=Handle(binder=refuse))
+    st = await fw.run_bind(CycleState(), make_pod("p").obj(), "n1")
+    assert st.code == Code.ERROR and st.plugin == "DefaultBinder"
+    assert st.message() == 'running Bind plugin "DefaultBinder": Internal error occurred: etcd down'
+    assert isinstance(st.error, ApiError)  # kept: the binding cycle tells a 409 by it

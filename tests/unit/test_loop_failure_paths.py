@@ -91,9 +91,13 @@ async def test_a_bind_conflict_forgets_and_unreserves_and_leaves_the_rest_to_the
     assert h.fwk.called("run_post_bind") == []
 
 
+BIND_MESSAGE = 'running Bind plugin "DefaultBinder": etcdserver: request timed out'
+
+
 async def _api_error(pod: PodInfo, node: str) -> Status:
+    # what Framework.run_bind answers when DefaultBinder's API call fails
     err = ApiError(500, "InternalError", "etcdserver: request timed out")
-    return Status.from_error(err, plugin="DefaultBinder")
+    return Status(Code.ERROR, (BIND_MESSAGE,), "DefaultBinder", err)
 
 
 PREBIND_MESSAGE = 'running PreBind plugin "VolumeBinding": binding volumes: timed out'
@@ -109,7 +113,7 @@ async def _pre_bind_fails(pod: PodInfo, node: str) -> Status:
         (
             "bind",
             _api_error,
-            "binding rejected: 500 InternalError: etcdserver: request timed out",
+            BIND_MESSAGE,  # upstream's wording, as Framework.run_bind gives it
             True,
         ),
         # upstream's PreBind message as is, with no prefix of ours
