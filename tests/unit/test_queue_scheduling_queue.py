@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from scheduler.framework.cluster_event import (
-    WILDCARD_EVENT,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
@@ -25,6 +24,7 @@ from scheduler.queue import (
     BACKOFF,
     GATED,
     UNSCHEDULABLE,
+    UNSCHEDULABLE_TIMEOUT,
     QueueClosedError,
     QueuedPodInfo,
     QueueState,
@@ -294,7 +294,7 @@ async def test_backoff_flush_releases_in_expiry_order() -> None:
         (["NodeResourcesFit"], ASSIGNED_DELETE, None, True),  # Pod covers AssignedPod
         (["Broken"], NODE_ADD, None, True),  # a failing hint requeues
         (["Unregistered"], NODE_ADD, None, False),
-        (["Unregistered"], WILDCARD_EVENT, None, True),  # wildcard moves everyone
+        (["Unregistered"], UNSCHEDULABLE_TIMEOUT, None, True),  # wildcard moves everyone
     ],
 )
 async def test_event_moves_pod_only_when_a_rejector_registered_it_and_hint_agrees(
@@ -409,7 +409,7 @@ async def test_pod_rejected_only_by_pending_plugins_skips_backoff_when_moved() -
         (NODE_ADD, "NodeResourcesFit", BACKOFF),  # relevant event during the cycle
         (NODE_TAINT, "NodeResourcesFit", UNSCHEDULABLE),  # irrelevant
         (NODE_TAINT, "TaintToleration", UNSCHEDULABLE),  # hint SKIP
-        (WILDCARD_EVENT, "TaintToleration", BACKOFF),
+        (UNSCHEDULABLE_TIMEOUT, "TaintToleration", BACKOFF),
     ],
 )
 async def test_event_during_the_cycle_is_not_lost(
