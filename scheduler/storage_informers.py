@@ -55,7 +55,6 @@ class StorageFeed:
         sink: Callable[[], EventSink | None],
     ) -> None:
         self.resource = resource  # the kind of ClusterEvent it reports
-        self._resource = resource
         self._put = put
         self._drop = drop
         self._sink = sink

@@ -267,12 +267,6 @@ class NodeTable:
         return slot
 
     # ------------------------------------------------------------ vectorised matching
-    def label_codes(self, key: str, slots: IntArray) -> Int32Array | None:
-        col = self.labels.get(key)
-        if col is None:
-            return None
-        return col.codes[slots]
-
     def _requirement_mask(self, r: Requirement, slots: IntArray) -> BoolArray:
         col = self.labels.get(r.key)
         n = len(slots)

@@ -27,7 +27,6 @@ class Snapshot:
         self.with_affinity: set[int] = set()
         self.with_required_anti_affinity: set[int] = set()
         self._pod_index: dict[str, dict[str, dict[int, dict[str, PodInfo]]]] = {}
-        self.total_pods = 0
 
     # ------------------------------------------------------------ reads
     @property
@@ -122,7 +121,6 @@ class Snapshot:
                             del by_value[v]
                             if not by_value:
                                 del index[k]
-        self.total_pods += delta * len(view.pods)
 
     def _set(self, name: str, view: NodeView) -> None:
         table = self.table

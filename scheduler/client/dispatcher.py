@@ -83,12 +83,6 @@ class TokenBucket:
         self._last = now
         self._tokens = min(float(self.burst), self._tokens + elapsed * self.qps)
 
-    def available(self) -> float:
-        if self.unlimited:
-            return float("inf")
-        self._refill()
-        return self._tokens
-
     def reserve(self) -> float:
         if self.unlimited:
             return 0.0

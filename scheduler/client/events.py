@@ -357,10 +357,6 @@ class EventRecorder:
                 self._dropped,
             )
 
-    @property
-    def dropped(self) -> int:
-        return self._dropped
-
     def statistics(self) -> RecorderStatistics:
         return RecorderStatistics(
             buffered=self._buffered(),

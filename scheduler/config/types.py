@@ -137,9 +137,6 @@ class Profile:
     def enabled(self, point: str) -> tuple[PluginRef, ...]:
         return self.extension_points.get(point, ())
 
-    def enabled_plugin_names(self) -> frozenset[str]:
-        return frozenset(r.name for refs in self.extension_points.values() for r in refs)
-
 
 @dataclass(frozen=True, slots=True)
 class SchedulerConfiguration:
@@ -163,9 +160,3 @@ class SchedulerConfiguration:
     @property
     def scheduler_names(self) -> frozenset[str]:
         return frozenset(p.scheduler_name for p in self.profiles)
-
-    def percentage_for(self, profile: Profile) -> int:
-        """percentageOfNodesToScore for a profile: its own if set, else the global one."""
-        if profile.percentage_of_nodes_to_score is not None:
-            return profile.percentage_of_nodes_to_score
-        return self.percentage_of_nodes_to_score

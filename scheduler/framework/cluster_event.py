@@ -20,7 +20,6 @@ class EventResource(enum.StrEnum):
     UNSCHEDULED_POD = "UnscheduledPod"  # a pending pod (its own spec changed)
     NODE = "Node"
     NAMESPACE = "Namespace"
-    PDB = "PodDisruptionBudget"
     PVC = "PersistentVolumeClaim"
     PV = "PersistentVolume"
     STORAGE_CLASS = "StorageClass"
@@ -94,6 +93,3 @@ class ClusterEventWithHint:
     event: ClusterEvent
     hint: QueueingHintFn | None = None  # None: always QUEUE
 
-
-# an event that stands for "anything may have changed" (resync, flush, watch re-list)
-WILDCARD_EVENT = ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "WildCard")

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scheduler.framework.interfaces import Int32Array, IntArray
-from scheduler.framework.status import Code, Status
+from scheduler.framework.status import Status
 from scheduler.model.pod import PodInfo
 
 if TYPE_CHECKING:
@@ -96,12 +96,6 @@ class Diagnosis:
                 out[n] = st
         self._cache = out
         return out
-
-    def status_of(self, node_name: str) -> Status | None:
-        return self.node_to_status().get(node_name)
-
-    def nodes_with_code(self, code: Code) -> list[str]:
-        return [n for n, st in self.node_to_status().items() if st.code == code]
 
     def reason_histogram(self) -> Counter[str]:
         hist: Counter[str] = Counter()

@@ -191,9 +191,6 @@ class Framework:
     def plugin(self, name: str) -> Plugin:
         return self._plugins[name]
 
-    def has_filter_plugins(self) -> bool:
-        return bool(self.filter_plugins)
-
     def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
         """Plugin name -> the cluster events (with hints) that may make a pod it
         rejected schedulable again. Handed to the queue."""

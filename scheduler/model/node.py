@@ -12,12 +12,11 @@ from typing import Any
 
 from scheduler.model.errors import InvalidObject
 from scheduler.model.json_fields import Problems, json_list, object_entries, string_map
-from scheduler.model.quantity import PODS, parse_resource
+from scheduler.model.quantity import parse_resource
 from scheduler.model.taints import EFFECTS, NO_EXECUTE, NO_SCHEDULE, Taint
 
 LABEL_HOSTNAME = "kubernetes.io/hostname"
 LABEL_ZONE = "topology.kubernetes.io/zone"
-LABEL_REGION = "topology.kubernetes.io/region"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -33,10 +32,6 @@ class NodeInfo:
     ready: bool = True
     # what the scheduler could not read (each "path: detail"); see node_from_dict
     problems: tuple[str, ...] = ()
-
-    @property
-    def allowed_pods(self) -> int:
-        return self.allocatable.get(PODS, 0)
 
 
 def _normalize_image(name: str) -> str:

@@ -120,7 +120,6 @@ class PodInfo:
     node_name: str = ""
     phase: str = "Pending"
     scheduling_gates: tuple[str, ...] = ()
-    creation_timestamp: float = 0.0
     start_time: float | None = None
     deletion_timestamp: float | None = None
     nominated_node_name: str = ""
@@ -174,10 +173,6 @@ class PodInfo:
             or self.preferred_affinity
             or self.preferred_anti_affinity
         )
-
-    @property
-    def has_required_anti_affinity(self) -> bool:
-        return bool(self.required_anti_affinity)
 
     @property
     def preempted_by_scheduler(self) -> bool:
@@ -349,10 +344,6 @@ def _pod_from_dict(
         node_name=str(spec.get("nodeName") or ""),
         phase=str(status.get("phase") or "Pending"),
         scheduling_gates=gates,
-        creation_timestamp=problems.read(
-            parse_time, meta.get("creationTimestamp"), "metadata.creationTimestamp", default=None
-        )
-        or 0.0,
         start_time=problems.read(
             parse_time, status.get("startTime"), "status.startTime", default=None
         ),

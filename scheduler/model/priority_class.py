@@ -18,10 +18,6 @@ from scheduler.model.pod import PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER
 
 __all__ = ["PriorityClassInfo", "priority_class_from_dict", "resolve_priority"]
 
-# upstream scheduling.HighestUserDefinablePriority and SystemCriticalPriority
-HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
-SYSTEM_CRITICAL_PRIORITY = 2 * HIGHEST_USER_DEFINABLE_PRIORITY
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PriorityClassInfo:

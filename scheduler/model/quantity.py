@@ -129,14 +129,3 @@ def parse_resource(name: str, value: str | int | float) -> int:
     """A resource amount in the unit the scheduler counts it: cpu in millicores,
     everything else in integer units."""
     return parse_milli(value) if name == CPU else parse_int(value)
-
-
-def format_resource(name: str, amount: int) -> str:
-    """Human form for messages and logs ("1500m", "2Gi", "3")."""
-    if name == CPU:
-        return f"{amount}m"
-    for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
-        unit = _BINARY[suffix]
-        if amount and amount % unit == 0:
-            return f"{amount // unit}{suffix}"
-    return str(amount)

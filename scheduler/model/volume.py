@@ -109,11 +109,6 @@ class PVInfo:
     resource_version: str = ""
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
-    @property
-    def claim_ref(self) -> str:
-        """ "ns/name" of the claim it is (pre-)bound to, "" when none."""
-        return f"{self.claim.namespace}/{self.claim.name}" if self.claim is not None else ""
-
     def bound_to(self, pvc: PVCInfo) -> bool:
         """upstream IsVolumeBoundToClaim."""
         c = self.claim

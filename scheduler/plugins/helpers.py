@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from scheduler.framework.cluster_event import (
     ActionType,
     ClusterEvent,
@@ -38,7 +36,3 @@ def event(
     resource: EventResource, action: ActionType, hint: QueueingHintFn | None = None
 ) -> ClusterEventWithHint:
     return ClusterEventWithHint(ClusterEvent(resource, action), hint)
-
-
-def all_true(n: int) -> np.ndarray:  # type: ignore[type-arg]
-    return np.ones(n, dtype=np.bool_)

@@ -53,11 +53,6 @@ class FlushTasks:
             task.cancel()
         return True
 
-    async def wait_closed(self) -> None:
-        tasks, self._tasks = self._tasks, []
-        # gather collects the tasks' CancelledError; a cancel of this waiter still propagates
-        await asyncio.gather(*tasks, return_exceptions=True)
-
 
 async def _periodic(flush: Callable[[], int], interval: float) -> None:
     while True:

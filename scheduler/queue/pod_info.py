@@ -39,8 +39,7 @@ class QueuedPodInfo(Generic[P]):
     - ``attempts``: scheduling attempts so far (incremented by pop). Drives backoff.
     - ``unschedulable_plugins``: plugins that rejected the pod in its last attempt (or the
       PreEnqueue plugin that gates it). Only their registered events requeue the pod.
-    - ``pending_plugins``: plugins that returned Pending in the last attempt.
-    - ``gated`` / ``gating_message``: rejected by PreEnqueue (scheduling gates, the
+    - ``gated``: rejected by PreEnqueue (scheduling gates, the
       preemption gate); such a pod is kept out of activeQ until its gate opens.
     """
 
@@ -49,9 +48,7 @@ class QueuedPodInfo(Generic[P]):
     initial_attempt_timestamp: float | None = None
     attempts: int = 0
     unschedulable_plugins: set[str] = field(default_factory=set)
-    pending_plugins: set[str] = field(default_factory=set)
     gated: bool = False
-    gating_message: str = ""
 
     @property
     def uid(self) -> str:
@@ -60,9 +57,6 @@ class QueuedPodInfo(Generic[P]):
     @property
     def key(self) -> str:
         return self.pod.key
-
-    def rejector_plugins(self) -> set[str]:
-        return self.unschedulable_plugins | self.pending_plugins
 
 
 LessFn = Callable[[QueuedPodInfo[P], QueuedPodInfo[P]], bool]

@@ -32,7 +32,7 @@ class QueueMetrics:
 
     def count_unschedulable(self, info: QueuedPodInfo[Any]) -> None:
         self.uncount_unschedulable(info.uid)
-        plugins = frozenset(info.rejector_plugins())
+        plugins = frozenset(info.unschedulable_plugins)
         if self._metrics is None or not plugins:
             return
         profile = str(getattr(info.pod, "scheduler_name", ""))

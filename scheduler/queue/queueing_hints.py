@@ -42,7 +42,7 @@ class QueueingHints:
         (an error), moves always; a failing hint requeues rather than strands the pod."""
         if event == ev.FORCE_ACTIVATE:
             return RequeueStrategy.IMMEDIATELY
-        rejectors = info.rejector_plugins()
+        rejectors = info.unschedulable_plugins
         if not rejectors or event.resource == EventResource.WILDCARD:
             return RequeueStrategy.AFTER_BACKOFF
         for plugin in sorted(rejectors):

@@ -205,7 +205,6 @@ class SchedulingQueue(Generic[P]):
         self._scheduling_cycle += 1
         self._metrics.uncount_unschedulable(info.uid)
         info.unschedulable_plugins = set()
-        info.pending_plugins = set()
         self._in_flight.start(info)
         return info
 
@@ -223,8 +222,6 @@ class SchedulingQueue(Generic[P]):
         info: QueuedPodInfo[P],
         rejector_plugins: Iterable[str],
         pod_scheduling_cycle: int,
-        *,
-        pending_plugins: Iterable[str] = (),
     ) -> str | None:
         """Put a pod back after a failed attempt; returns the queue it went to.
 
@@ -248,15 +245,13 @@ class SchedulingQueue(Generic[P]):
             if flight.info is not info:
                 info.pod = flight.info.pod  # the latest object the informer delivered
         info.unschedulable_plugins = set(rejector_plugins)
-        info.pending_plugins = set(pending_plugins)
         info.gated = False
-        info.gating_message = ""
         info.timestamp = self._clock.now()
         self._metrics.count_unschedulable(info)
 
         if flight is not None and flight.force_activate:
             strategy = RequeueStrategy.IMMEDIATELY
-        elif not info.rejector_plugins():
+        elif not info.unschedulable_plugins:
             strategy = RequeueStrategy.AFTER_BACKOFF
         elif flight is not None:
             strategy = RequeueStrategy.SKIP
@@ -383,10 +378,6 @@ class SchedulingQueue(Generic[P]):
         if self._flushes.close():
             self._wakeup.set()
 
-    async def wait_closed(self) -> None:
-        """After close(): wait until the flush tasks are gone."""
-        await self._flushes.wait_closed()
-
     # ------------------------------------------------------------------ introspection
 
     def statistics(self) -> QueueStatistics:
@@ -425,9 +416,6 @@ class SchedulingQueue(Generic[P]):
             or self._gated.get(uid)
         )
 
-    def backoff_expiry(self, info: QueuedPodInfo[P]) -> float:
-        return self._backoff.expiry(info)
-
     # ------------------------------------------------------------------ internals
 
     def _where(self, uid: str) -> str | None:
@@ -461,15 +449,12 @@ class SchedulingQueue(Generic[P]):
                 )
             was_gated = info.gated
             info.gated = True
-            info.gating_message = status.message()
             info.unschedulable_plugins = {status.plugin} if status.plugin else set()
-            info.pending_plugins = set()
             self._gated[info.uid] = info
             if not was_gated:  # a re-check that keeps the gate closed is not an arrival
                 self._metrics.incoming(GATED, label)
             return GATED
         info.gated = False
-        info.gating_message = ""
         if info.initial_attempt_timestamp is None:
             info.initial_attempt_timestamp = self._clock.now()
         self._active.push(info)
@@ -478,13 +463,10 @@ class SchedulingQueue(Generic[P]):
         return ACTIVE
 
     def _requeue(self, info: QueuedPodInfo[P], strategy: RequeueStrategy, label: str) -> str:
-        """Into backoffQ if still backing off (and not only waiting on Pending plugins),
-        else through PreEnqueue into activeQ."""
-        pending_only = bool(info.pending_plugins) and not info.unschedulable_plugins
+        """Into backoffQ if still backing off, else through PreEnqueue into activeQ."""
         if (
             strategy is RequeueStrategy.AFTER_BACKOFF
             and not info.gated
-            and not pending_only
             and self._backoff.backing_off(info)
         ):
             self._backoff.push(info)

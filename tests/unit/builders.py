@@ -98,10 +98,6 @@ class PodBuilder:
         self._meta.setdefault("labels", {})[key] = value
         return self
 
-    def created(self, ts: str) -> PodBuilder:
-        self._meta["creationTimestamp"] = ts
-        return self
-
     def started(self, ts: str) -> PodBuilder:
         self._raw["status"]["startTime"] = ts
         return self

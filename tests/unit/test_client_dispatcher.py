@@ -45,10 +45,10 @@ def test_the_bucket_refills_over_time_up_to_the_burst() -> None:
     bucket = TokenBucket(qps=2, burst=4, clock=clock)
     for _ in range(4):
         bucket.reserve()
-    clock.advance(1.0)
-    assert bucket.available() == pytest.approx(2.0)
-    clock.advance(100.0)
-    assert bucket.available() == pytest.approx(4.0)
+    clock.advance(1.0)  # 2 tokens back: two calls go now, the third waits half a second
+    assert [bucket.reserve() for _ in range(3)] == pytest.approx([0.0, 0.0, 0.5])
+    clock.advance(100.0)  # refilled up to the burst of 4, no further
+    assert [bucket.reserve() for _ in range(5)] == pytest.approx([0.0] * 4 + [0.5])
 
 
 def test_a_non_positive_qps_means_no_limit() -> None:

@@ -165,7 +165,7 @@ async def test_event_never_blocks_and_drops_the_oldest_when_full() -> None:
     rec, _ = recorder(sink, buffer_size=3, on_dropped=lambda reason: drops.append(reason))
     for i in range(5):  # not started: nothing drains the buffer
         rec.event(pod_ref("ns", f"p{i}"), NORMAL, "Scheduled", "Binding", "ok")
-    assert rec.dropped == 2
+    assert rec.statistics().dropped == 2
     assert drops == ["buffer_full", "buffer_full"]
     rec.start()
     await rec.stop()
@@ -219,7 +219,7 @@ async def test_events_after_stop_are_dropped() -> None:
     rec, _ = recorder(FakeSink())
     await rec.stop()
     rec.event(POD, NORMAL, "Scheduled", "Binding", "late")
-    assert rec.dropped == 1
+    assert rec.statistics().dropped == 1
 
 
 def test_an_unknown_event_type_is_refused() -> None:
@@ -267,7 +267,7 @@ async def test_writes_overlap_so_a_slow_api_does_not_drop_events_at_the_bind_rat
                 await written.wait()
     await rec.stop(grace=5.0)
     assert SlowSink.peak > 1
-    assert rec.dropped == 0
+    assert rec.statistics().dropped == 0
     assert len(sink.created) == 200
 
 
@@ -300,7 +300,7 @@ async def test_only_a_buffer_of_first_events_drops_a_first_event_and_counts_it()
     rec, _ = recorder(sink, buffer_size=2, on_dropped=drops.append)
     for name in "abc":
         rec.event(pod_ref("ns", name), WARNING, "FailedScheduling", "Scheduling", "no fit")
-    assert drops == ["buffer_full"] and rec.dropped == 1
+    assert drops == ["buffer_full"] and rec.statistics().dropped == 1
     rec.start()
     await settle(lambda: len(sink.created) == 2)
     assert [e["regarding"]["name"] for e in sink.created] == ["b", "c"]  # the oldest went

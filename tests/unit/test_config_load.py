@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from scheduler.app import RunOptions, SchedulerApp
 from scheduler.config import (
     API_VERSION,
     KIND,
@@ -23,6 +24,7 @@ from scheduler.config import (
     write_config,
 )
 from scheduler.config.args import DefaultPreemptionArgs, NodeResourcesFitArgs
+from tests.unit.test_metrics_wiring import ScriptedConnection
 
 
 def cfg(**fields: Any) -> dict[str, Any]:
@@ -48,7 +50,7 @@ def test_defaults_are_upstreams_with_secondary_scheduler_names() -> None:
     assert (c.client_connection.qps, c.client_connection.burst) == (50.0, 100)
     assert [p.scheduler_name for p in c.profiles] == ["kube-async-scheduler"]
     assert c.profiles[0].percentage_of_nodes_to_score is None
-    assert c.percentage_for(c.profiles[0]) == 0
+    assert percentage_in_use(c) == 0
 
 
 def test_default_profile_expands_to_the_default_plugins_per_extension_point() -> None:
@@ -69,11 +71,18 @@ def test_default_profile_gets_default_args_for_enabled_plugins() -> None:
     assert profile.args_for(names.PRIORITY_SORT) is None
 
 
+def percentage_in_use(c: SchedulerConfiguration) -> int:
+    """The percentageOfNodesToScore the scheduler built from `c` applies to its profile."""
+    app = SchedulerApp(c, ScriptedConnection(), RunOptions(leader_elect=False))  # type: ignore[arg-type]
+    (framework,) = app.frameworks.values()
+    return framework.percentage_of_nodes_to_score
+
+
 def test_profile_percentage_overrides_the_global_one() -> None:
     c = load(percentageOfNodesToScore=30, profiles=[{"percentageOfNodesToScore": 70}])
-    assert c.percentage_for(c.profiles[0]) == 70
+    assert percentage_in_use(c) == 70
     c = load(percentageOfNodesToScore=30)
-    assert c.percentage_for(c.profiles[0]) == 30
+    assert percentage_in_use(c) == 30
 
 
 def test_durations_in_go_syntax() -> None:

@@ -102,7 +102,7 @@ def test_conflicting_match_fields_terms() -> None:
 
     err = _fit_error(fw, pod_from_dict(pod), make_snapshot([make_node("a"), make_node("b")]))
     assert err.message() == "0/2 nodes are available: pod affinity terms conflict."
-    assert err.diagnosis.status_of("a").code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE  # type: ignore[union-attr]
+    assert err.diagnosis.node_to_status()["a"].code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 
 
 # ---------------------------------------------------------------- first failing plugin

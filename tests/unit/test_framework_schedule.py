@@ -56,8 +56,9 @@ def test_fit_error_message_is_upstreams() -> None:
     d = result.diagnosis
     assert d.unschedulable_plugins == {"TaintToleration", "NodeResourcesFit"}
     # 2 cpu asked of a 1-cpu node: no eviction can help (upstream fitsRequest)
-    assert d.status_of("c0").code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE  # type: ignore[union-attr]
-    assert sorted(d.nodes_with_code(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)) == [
+    statuses = d.node_to_status()
+    assert statuses["c0"].code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert sorted(n for n, st in statuses.items() if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE) == [
         "c0", "c1", "c2", "t0", "t1",
     ]  # fmt: skip
 
@@ -79,7 +80,7 @@ def test_pre_filter_rejection_and_no_nodes() -> None:
     result = _schedule(fw, make_pod("p").pvc("data").obj(), make_snapshot([make_node("a")]))
     assert isinstance(result, FitError)
     assert result.message() == '0/1 nodes are available: persistentvolumeclaim "data" not found.'
-    assert result.diagnosis.status_of("a").code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE  # type: ignore[union-attr]
+    assert result.diagnosis.node_to_status()["a"].code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     empty = _schedule(fw, make_pod("p").obj(), make_snapshot([]))
     assert isinstance(empty, FitError) and empty.message() == "no nodes available to schedule pods"
 

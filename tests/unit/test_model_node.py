@@ -21,7 +21,7 @@ def test_node_record() -> None:
     assert n.allocatable["cpu"] == 8000
     assert n.allocatable["memory"] == 16 * 2**30
     assert n.allocatable["nvidia.com/gpu"] == 2
-    assert n.allowed_pods == 110
+    assert n.allocatable["pods"] == 110
     assert n.labels["topology.kubernetes.io/zone"] == "a"
     assert n.taints == (Taint("dedicated", "gpu", "NoSchedule"),)
     assert n.images == {"nginx:latest": 100}

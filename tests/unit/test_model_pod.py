@@ -18,7 +18,6 @@ def test_basic_fields_are_parsed() -> None:
         .scheduler("async")
         .nominated("n1")
         .gate("g1")
-        .created("2024-01-01T00:00:10Z")
         .obj()
     )
     assert p.key == "prod/web"
@@ -27,7 +26,6 @@ def test_basic_fields_are_parsed() -> None:
     assert p.nominated_node_name == "n1"
     assert p.scheduling_gates == ("g1",)
     assert p.labels == {"app": "web"}
-    assert p.creation_timestamp == 1704067210.0
     assert p.deletion_timestamp is None
     assert p.preemption_policy == "PreemptLowerPriority"
 
@@ -133,7 +131,7 @@ def test_affinity_terms_resolve_namespaces() -> None:
     assert pref.weight == 10
     assert pref.term.namespaces == frozenset()
     assert pref.term.namespace_selector.is_everything
-    assert p.has_pod_affinity and p.has_required_anti_affinity
+    assert p.has_pod_affinity
 
 
 def test_spread_constraint_merges_match_label_keys() -> None:
@@ -225,8 +223,8 @@ def test_node_affinity_and_pvcs_and_conditions() -> None:
             "spec.topologySpreadConstraints[0].matchLabelKeys",
         ),
         (
-            lambda r: r["metadata"].update(creationTimestamp="yesterday"),
-            "metadata.creationTimestamp",
+            lambda r: r["metadata"].update(deletionTimestamp="yesterday"),
+            "metadata.deletionTimestamp",
         ),
     ],
 )

@@ -4,7 +4,6 @@ import pytest
 
 from scheduler.model.errors import InvalidQuantity
 from scheduler.model.quantity import (
-    format_resource,
     parse_int,
     parse_milli,
     parse_quantity,
@@ -69,12 +68,6 @@ def test_milli_and_int_round_up() -> None:
     assert parse_milli("1n") == 1
     assert parse_int("1m") == 1
     assert parse_int("0") == 0
-
-
-def test_format_resource() -> None:
-    assert format_resource("cpu", 1500) == "1500m"
-    assert format_resource("memory", 2 * 2**30) == "2Gi"
-    assert format_resource("memory", 1000) == "1000"
 
 
 # parse_fuzz once hung here: "1e999999999" (12 bytes) made parse_quantity expand

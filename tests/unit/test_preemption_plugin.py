@@ -375,7 +375,7 @@ async def test_queue_gates_the_preemptor_and_the_task_end_activates_it() -> None
     w.clock.advance(60)
     q.flush_backoff_completed()  # on its way to activeQ, PreEnqueue gates it
     assert q.where(pod.uid) == GATED
-    assert q.get(pod.uid).gating_message == MSG_WAITING  # type: ignore[union-attr]
+    assert q.get(pod.uid).unschedulable_plugins == {names.DEFAULT_PREEMPTION}  # type: ignore[union-attr]
     # the last victim's delete event opens the gate
     last = w.executor.last_victim(pod.uid)
     assert last is not None

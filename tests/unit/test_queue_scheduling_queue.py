@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from scheduler.framework.cluster_event import (
-    WILDCARD_EVENT,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
@@ -25,6 +24,7 @@ from scheduler.queue import (
     BACKOFF,
     GATED,
     UNSCHEDULABLE,
+    UNSCHEDULABLE_TIMEOUT,
     QueueClosedError,
     QueuedPodInfo,
     QueueState,
@@ -146,14 +146,12 @@ async def pop_now(q: SchedulingQueue[Pod]) -> QueuedPodInfo[Pod]:
     return info
 
 
-async def fail(
-    q: SchedulingQueue[Pod], uid: str, *rejectors: str, pending: tuple[str, ...] = ()
-) -> str | None:
+async def fail(q: SchedulingQueue[Pod], uid: str, *rejectors: str) -> str | None:
     """Pop the given pod (must be the head), fail it with these rejectors, mark done."""
     info = await pop_now(q)
     assert info.uid == uid
     cycle = q.scheduling_cycle
-    where = q.add_unschedulable_if_not_present(info, rejectors, cycle, pending_plugins=pending)
+    where = q.add_unschedulable_if_not_present(info, rejectors, cycle)
     q.done(info.uid)
     return where
 
@@ -294,7 +292,7 @@ async def test_backoff_flush_releases_in_expiry_order() -> None:
         (["NodeResourcesFit"], ASSIGNED_DELETE, None, True),  # Pod covers AssignedPod
         (["Broken"], NODE_ADD, None, True),  # a failing hint requeues
         (["Unregistered"], NODE_ADD, None, False),
-        (["Unregistered"], WILDCARD_EVENT, None, True),  # wildcard moves everyone
+        (["Unregistered"], UNSCHEDULABLE_TIMEOUT, None, True),  # wildcard moves everyone
     ],
 )
 async def test_event_moves_pod_only_when_a_rejector_registered_it_and_hint_agrees(
@@ -392,14 +390,6 @@ async def test_activate_skips_backoff_and_hints() -> None:
     assert (q.where("u"), q.where("b")) == (ACTIVE, ACTIVE)
 
 
-async def test_pod_rejected_only_by_pending_plugins_skips_backoff_when_moved() -> None:
-    q, _ = make_queue()
-    q.add(Pod("p"))
-    assert await fail(q, "p", pending=("DefaultPreemption",)) == UNSCHEDULABLE
-    q.assigned_pod_deleted(Pod("victim"))
-    assert q.where("p") == ACTIVE
-
-
 # ---------------------------------------------------------------- in-flight events
 
 
@@ -409,7 +399,7 @@ async def test_pod_rejected_only_by_pending_plugins_skips_backoff_when_moved() -
         (NODE_ADD, "NodeResourcesFit", BACKOFF),  # relevant event during the cycle
         (NODE_TAINT, "NodeResourcesFit", UNSCHEDULABLE),  # irrelevant
         (NODE_TAINT, "TaintToleration", UNSCHEDULABLE),  # hint SKIP
-        (WILDCARD_EVENT, "TaintToleration", BACKOFF),
+        (UNSCHEDULABLE_TIMEOUT, "TaintToleration", BACKOFF),
     ],
 )
 async def test_event_during_the_cycle_is_not_lost(
@@ -679,8 +669,10 @@ async def test_run_flushes_periodically_and_close_stops_the_tasks() -> None:
     for _ in range(5):
         await asyncio.sleep(0)
     assert q.where("p") == ACTIVE
+    tasks = q.tasks
     q.close()
-    await q.wait_closed()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    assert tasks and all(t.cancelled() for t in tasks)
     with pytest.raises(QueueClosedError):
         q.run()
 
@@ -707,7 +699,7 @@ async def test_a_failing_flush_is_logged_and_the_task_keeps_running(
     for _ in range(5):
         await asyncio.sleep(0)
     q.close()
-    await q.wait_closed()
+    await asyncio.gather(*q.tasks, return_exceptions=True)
     assert calls >= 2
     assert q.where("p") == ACTIVE
     assert "queue flush failed" in caplog.text
