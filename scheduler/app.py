@@ -113,26 +113,22 @@ class SchedulerApp:
         self.metrics = SchedulerMetrics()
         m = self.metrics
         cc = cfg.client_connection
-        self.dispatcher = Dispatcher(
-            connection,
-            DispatcherSettings(qps=cc.qps, burst=cc.burst),
-            on_request=lambda verb, res, code: m.api_requests.labels(
-                verb=verb, resource=res, code=code
-            ).inc(),
-            on_latency=lambda verb, res, s: m.api_request_duration.labels(
-                verb=verb, resource=res
-            ).observe(s),
-        )
-        self.lease_dispatcher = Dispatcher(
-            self.lease_connection,
-            DispatcherSettings(qps=cc.qps, burst=cc.burst),
-            on_request=lambda verb, res, code: m.api_requests.labels(
-                verb=verb, resource=res, code=code
-            ).inc(),
-            on_latency=lambda verb, res, s: m.api_request_duration.labels(
-                verb=verb, resource=res
-            ).observe(s),
-        )
+
+        def dispatcher(on: Connection) -> Dispatcher:
+            # each with its own token bucket and slots; both counted in the same metrics
+            return Dispatcher(
+                on,
+                DispatcherSettings(qps=cc.qps, burst=cc.burst),
+                on_request=lambda verb, res, code: m.api_requests.labels(
+                    verb=verb, resource=res, code=code
+                ).inc(),
+                on_latency=lambda verb, res, s: m.api_request_duration.labels(
+                    verb=verb, resource=res
+                ).observe(s),
+            )
+
+        self.dispatcher = dispatcher(connection)
+        self.lease_dispatcher = dispatcher(self.lease_connection)
         dispatchers = (self.dispatcher, self.lease_dispatcher)
         m.api_dispatcher_pending.set_function(
             lambda: sum(d.statistics().pending_calls for d in dispatchers)

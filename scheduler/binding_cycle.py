@@ -16,6 +16,7 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from scheduler.client.errors import ApiError, Conflict, LeaseNotHeld
 from scheduler.client.events import EventRecorder, pod_ref
@@ -59,6 +60,21 @@ class PermitRejected(BindRejected):
         self.status = status
 
 
+@dataclass(frozen=True, slots=True)
+class Assumed:
+    """A pod the scheduling cycle assumed on `node`, handed to its binding task."""
+
+    fwk: SchedulingFramework
+    state: CycleState
+    info: QueuedPodInfo[PodInfo]
+    pod: PodInfo  # the assumed copy (nodeName set), as the cache holds it
+    node: str
+    start: float  # when the attempt began (the attempt metrics' clock)
+
+    def undo_with(self, failures: FailureHandler) -> None:
+        failures.undo(self.fwk, self.state, self.pod, self.node)
+
+
 class BindingCycles:
     def __init__(
         self,
@@ -84,22 +100,9 @@ class BindingCycles:
     def __len__(self) -> int:
         return len(self._tasks)
 
-    def start(
-        self,
-        fwk: SchedulingFramework,
-        state: CycleState,
-        info: QueuedPodInfo[PodInfo],
-        assumed: PodInfo,
-        node: str,
-        waiting: WaitingPod | None,
-        permit_timeout: float,
-        start: float,
-    ) -> None:
+    def start(self, a: Assumed, waiting: WaitingPod | None, permit_timeout: float) -> None:
         """Hand the assumed pod to its binding task (it owns the pod from here on)."""
-        self._tasks.spawn(
-            self._run(fwk, state, info, assumed, node, waiting, permit_timeout, start),
-            name=f"bind-{info.pod.key}",
-        )
+        self._tasks.spawn(self._run(a, waiting, permit_timeout), name=f"bind-{a.info.pod.key}")
         self._metrics.goroutines.labels(operation="binding").set(len(self._tasks))
 
     async def drain(self, grace: float) -> None:
@@ -107,18 +110,9 @@ class BindingCycles:
         cancelled bind forgets its assumption)."""
         await self._tasks.drain(grace)
 
-    async def _run(
-        self,
-        fwk: SchedulingFramework,
-        state: CycleState,
-        info: QueuedPodInfo[PodInfo],
-        assumed: PodInfo,
-        node: str,
-        waiting: WaitingPod | None,
-        permit_timeout: float,
-        start: float,
-    ) -> None:
-        pod = info.pod
+    async def _run(self, a: Assumed, waiting: WaitingPod | None, permit_timeout: float) -> None:
+        fwk, state, assumed, node = a.fwk, a.state, a.pod, a.node
+        pod = a.info.pod
         bound = False
         try:
             async with self._slots:
@@ -128,7 +122,7 @@ class BindingCycles:
                 if not st.ok:
                     raise PreBindFailed(st.message())
                 if not self._fence(FENCED_BIND):
-                    self._fenced(fwk, state, info, assumed, node)
+                    self._fenced(a)
                     return
                 bind_start = self._clock.now()
                 st = await fwk.run_bind(state, assumed, node)
@@ -137,7 +131,7 @@ class BindingCycles:
                 )
                 if not st.ok:
                     if isinstance(st.error, LeaseNotHeld):  # the dispatcher's last check
-                        self._fenced(fwk, state, info, assumed, node)
+                        self._fenced(a)
                         return
                     if isinstance(st.error, Conflict):
                         # 409: bound by someone else in between (the informer will tell us
@@ -149,41 +143,41 @@ class BindingCycles:
                             node,
                             _conflict_cause(st.error),
                         )
-                        self._failures.undo(fwk, state, assumed, node)
+                        a.undo_with(self._failures)
                         self._queue.done(pod.uid)
                         return
                     raise BindRejected(st.message())
                 bound = True
                 self._cache.finish_binding(assumed)
             fwk.run_post_bind(state, assumed, node)
-            self._bound(fwk, info, node, start)
+            self._bound(a)
         except asyncio.CancelledError:
             if not bound:
-                self._failures.undo(fwk, state, assumed, node)
+                a.undo_with(self._failures)
                 self._queue.done(pod.uid)
             raise
         except PermitRejected as exc:
-            self._permit_rejected(fwk, state, info, assumed, node, exc.status, start)
+            self._permit_rejected(a, exc.status)
         except (BindRejected, ApiError) as exc:
-            self._failures.undo(fwk, state, assumed, node)
+            a.undo_with(self._failures)
             # the room it held is free again: others may fit now
             self._queue.assigned_pod_deleted(assumed)
             self._failures.failed(
                 fwk,
-                info,
+                a.info,
                 Status(Code.ERROR, (str(exc),)),
                 # PreBind and Bind failures carry upstream's own wording ("running ...
                 # plugin"); an API error raised past the plugins says what it is
                 str(exc) if isinstance(exc, BindRejected) else f"binding rejected: {exc}",
-                start,
+                a.start,
                 RESULT_ERROR,
             )
         except Exception as exc:
             log.exception("binding cycle crashed pod=%s", pod.key)
-            self._failures.undo(fwk, state, assumed, node)
+            a.undo_with(self._failures)
             self._queue.assigned_pod_deleted(assumed)  # as for any failed bind
             self._failures.failed(
-                fwk, info, Status.from_error(exc), f"binding failed: {exc}", start, RESULT_ERROR
+                fwk, a.info, Status.from_error(exc), f"binding failed: {exc}", a.start, RESULT_ERROR
             )
         finally:
             self._metrics.goroutines.labels(operation="binding").set(len(self._tasks) - 1)
@@ -202,42 +196,32 @@ class BindingCycles:
         if not st.ok:
             raise BindRejected(st.message())
 
-    def _permit_rejected(
-        self,
-        fwk: SchedulingFramework,
-        state: CycleState,
-        info: QueuedPodInfo[PodInfo],
-        assumed: PodInfo,
-        node: str,
-        rejection: Status,
-        start: float,
-    ) -> None:
+    def _permit_rejected(self, a: Assumed, rejection: Status) -> None:
         """upstream bindingCycle turns a rejection at WaitOnPermit into a FitError on the
         one node the pod was assumed on, so the pod is Unschedulable with the plugin as
         its rejector, as if Permit had said no in the scheduling cycle; its message is
         that FitError's ("0/1 nodes are available: 1 <reason>."). handleBindingCycleError
         then tells the other pods the room is free, after the requeue and not the pod
         itself (pkg/scheduler/schedule_one.go)."""
-        self._failures.undo(fwk, state, assumed, node)
+        a.undo_with(self._failures)
         message = fit_error_message(1, Counter(rejection.reasons))
         self._failures.failed(
-            fwk,
-            info,
+            a.fwk,
+            a.info,
             Status(rejection.code, (message,), rejection.plugin),
             message,
-            start,
+            a.start,
             RESULT_UNSCHEDULABLE,
             rejectors={rejection.plugin} if rejection.plugin else set(),
         )
         self._queue.move_all_to_active_or_backoff(
-            ASSIGNED_POD_DELETE, assumed, None, pre_check=lambda pod: pod.uid != assumed.uid
+            ASSIGNED_POD_DELETE, a.pod, None, pre_check=lambda pod: pod.uid != a.pod.uid
         )
 
-    def _bound(
-        self, fwk: SchedulingFramework, info: QueuedPodInfo[PodInfo], node: str, start: float
-    ) -> None:
+    def _bound(self, a: Assumed) -> None:
+        info, node, start = a.info, a.node, a.start
         pod = info.pod
-        profile = fwk.profile_name
+        profile = a.fwk.profile_name
         now = self._clock.now()
         m = self._metrics
         m.schedule_attempts.labels(result=RESULT_SCHEDULED, profile=profile).inc()
@@ -258,20 +242,13 @@ class BindingCycles:
         )
         self._queue.done(pod.uid)
 
-    def _fenced(
-        self,
-        fwk: SchedulingFramework,
-        state: CycleState,
-        info: QueuedPodInfo[PodInfo],
-        assumed: PodInfo,
-        node: str,
-    ) -> None:
+    def _fenced(self, a: Assumed) -> None:
         """The lease is not surely held: the bind is not sent. The pod is forgotten and
         requeued quietly (no event, no status: this replica is stepping down and the
         next leader schedules it); the fence counted it and nudged the elector."""
-        log.info("lease not surely held, bind not sent pod=%s node=%s", info.pod.key, node)
-        self._failures.undo(fwk, state, assumed, node)
-        self._failures.requeue_quietly(info)
+        log.info("lease not surely held, bind not sent pod=%s node=%s", a.info.pod.key, a.node)
+        a.undo_with(self._failures)
+        self._failures.requeue_quietly(a.info)
 
 
 def _conflict_cause(exc: Conflict) -> str:

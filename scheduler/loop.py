@@ -24,7 +24,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
-from scheduler.binding_cycle import FENCED_BIND, BindingCycles, BindRejected
+from scheduler.binding_cycle import FENCED_BIND, Assumed, BindingCycles, BindRejected
 from scheduler.cache import Cache, CacheError, Nominator, Snapshot
 from scheduler.client.events import EventRecorder
 from scheduler.clock import SYSTEM_CLOCK, Clock
@@ -184,7 +184,7 @@ class SchedulingLoop:
         if st.code == Code.WAIT:
             waiting = WaitingPod(assumed, node)
             fwk.waiting_pods.add(waiting)
-        self.binding.start(fwk, state, info, assumed, node, waiting, timeout, start)
+        self.binding.start(Assumed(fwk, state, info, assumed, node, start), waiting, timeout)
         progress.handed_over = True  # from here on the binding cycle owns the pod
 
     def _crashed(

@@ -13,6 +13,7 @@ per-node plugins placed before the rejecting one, so the recorded reason is upst
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
@@ -255,25 +256,11 @@ class Framework:
 
     def run_filter(self, state: CycleState, pod: PodInfo, view: NodeView) -> Status:
         """Every Filter plugin on one node (per-node form), first rejection wins."""
-        skip = state.skip_filter
-        for p in self.filter_plugins:
-            if p.name in skip:
-                continue
-            st = p.filter(state, pod, view)
-            if not st.ok:
-                return with_plugin(st, p.name)
-        return Status.success()
+        return _first_rejection(self.filter_plugins, state, pod, view)
 
     def run_node_filters(self, state: CycleState, pod: PodInfo, view: NodeView) -> Status:
         """Only the per-node (non-batch) Filter plugins (main pass, after the batch)."""
-        skip = state.skip_filter
-        for p in self.node_filter_plugins:
-            if p.name in skip:
-                continue
-            st = p.filter(state, pod, view)
-            if not st.ok:
-                return with_plugin(st, p.name)
-        return Status.success()
+        return _first_rejection(self.node_filter_plugins, state, pod, view)
 
     def run_add_pod(
         self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, view: NodeView
@@ -462,3 +449,16 @@ class Framework:
     def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         for p in self.post_bind_plugins:
             p.post_bind(state, pod, node_name)
+
+
+def _first_rejection(
+    plugins: Sequence[FilterPlugin], state: CycleState, pod: PodInfo, view: NodeView
+) -> Status:
+    skip = state.skip_filter
+    for p in plugins:
+        if p.name in skip:
+            continue
+        st = p.filter(state, pod, view)
+        if not st.ok:
+            return with_plugin(st, p.name)
+    return Status.success()
