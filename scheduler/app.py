@@ -111,8 +111,19 @@ class SchedulerApp:
         self.elector: LeaderElector | None = None  # created below when leader election is on
         self.identity = options.identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
         self.metrics = SchedulerMetrics()
+        self.profile_names = [p.scheduler_name for p in cfg.profiles]
+        # built in dependency order; each phase only uses what the earlier ones made
+        self._build_client()
+        self._build_cache()
+        self._build_frameworks()
+        self._build_queue_and_informers()
+        self._build_loop_and_server()
+        self._build_leader_election()
+
+    def _build_client(self) -> None:
+        """The dispatchers (scheduling and lease), the lease fence, the event recorder."""
         m = self.metrics
-        cc = cfg.client_connection
+        cc = self.cfg.client_connection
 
         def dispatcher(on: Connection) -> Dispatcher:
             # each with its own token bucket and slots; both counted in the same metrics
@@ -127,7 +138,7 @@ class SchedulerApp:
                 ).observe(s),
             )
 
-        self.dispatcher = dispatcher(connection)
+        self.dispatcher = dispatcher(self.connection)
         self.lease_dispatcher = dispatcher(self.lease_connection)
         dispatchers = (self.dispatcher, self.lease_dispatcher)
         m.api_dispatcher_pending.set_function(
@@ -139,14 +150,17 @@ class SchedulerApp:
             on_closed=lambda op: m.lease_fenced_writes.labels(operation=op).inc()
         )
         self.dispatcher.fence = self.fence.open
-        names = [p.scheduler_name for p in cfg.profiles]
         self.events = EventRecorder(
             self.dispatcher,
-            reporting_controller=names[0],
+            reporting_controller=self.profile_names[0],
             reporting_instance=self.identity,
-            buffer_size=options.event_buffer_size,
+            buffer_size=self.options.event_buffer_size,
             on_dropped=lambda reason: m.events_dropped.labels(reason=reason).inc(),
         )
+
+    def _build_cache(self) -> None:
+        """The cache (and its size metrics), the nominator, the listers."""
+        m = self.metrics
         self.cache = Cache()
         # read at scrape time; upstream sets the same three from its cache every second
         m.cache_size.labels(type="nodes").set_function(self.cache.node_count)
@@ -157,8 +171,12 @@ class SchedulerApp:
         self.nominator = Nominator()
         self.listers = InMemoryListers()
         self.workloads = WorkloadSelectors()
+
+    def _build_frameworks(self) -> None:
+        """One Framework per profile, with DefaultPreemption and its executor."""
+        m = self.metrics
         self.frameworks: dict[str, Framework] = {}
-        self.pdb_informer: Informer[PDBInfo] = pdb_informer(connection)
+        self.pdb_informer: Informer[PDBInfo] = pdb_informer(self.connection)
         self.executor = PreemptionExecutor(
             self.dispatcher,
             self.events,
@@ -167,18 +185,18 @@ class SchedulerApp:
             metrics=m,
             # a preemptor whose tasks keep failing backs off as pods do
             settings=ExecutorSettings(
-                retry_initial=float(cfg.pod_initial_backoff_seconds),
-                retry_max=float(cfg.pod_max_backoff_seconds),
+                retry_initial=float(self.cfg.pod_initial_backoff_seconds),
+                retry_max=float(self.cfg.pod_max_backoff_seconds),
             ),
             fence=self.fence.open,
             tasks=self.tasks.group("preemptions"),
         )
         self.policies: PolicyRuntime | None = None
-        if options.preemption_policies:
-            self.policies = self._policy_runtime(cfg, options)
+        if self.options.preemption_policies:
+            self.policies = self._policy_runtime(self.cfg, self.options)
         services = PreemptionServices(
             executor=self.executor,
-            own_schedulers=frozenset(names),
+            own_schedulers=frozenset(self.profile_names),
             pod_lookup=self.cache.get_pod,
             pdbs=self.pdb_informer.list,
             metrics=m,
@@ -190,7 +208,7 @@ class SchedulerApp:
         # one map of pods waiting at Permit for every profile, so preemption finds a
         # victim waiting in any of them
         self.waiting_pods = WaitingPods()
-        for prof in cfg.profiles:
+        for prof in self.cfg.profiles:
             handle = Handle.from_listers(
                 self.listers, binder=self._bind, volume_api=self.dispatcher,
                 node_lookup=self.cache.node, pod_exists=self._pod_exists,
@@ -201,9 +219,13 @@ class SchedulerApp:
                 prof,
                 registry,
                 handle,
-                global_percentage_of_nodes_to_score=cfg.percentage_of_nodes_to_score,
+                global_percentage_of_nodes_to_score=self.cfg.percentage_of_nodes_to_score,
             )
-        first = self.frameworks[names[0]]
+
+    def _build_queue_and_informers(self) -> None:
+        """The queue (from the frameworks), then the informers that feed it."""
+        m = self.metrics
+        first = self.frameworks[self.profile_names[0]]
         events_to_register: dict[str, list[Any]] = {}
         for fwk in self.frameworks.values():
             for plugin, evs in fwk.events_to_register().items():
@@ -212,30 +234,34 @@ class SchedulerApp:
             less=first.queue_sort_less,
             pre_enqueue=self._pre_enqueue,
             events_to_register=events_to_register,
-            pod_initial_backoff=float(cfg.pod_initial_backoff_seconds),
-            pod_max_backoff=float(cfg.pod_max_backoff_seconds),
+            pod_initial_backoff=float(self.cfg.pod_initial_backoff_seconds),
+            pod_max_backoff=float(self.cfg.pod_max_backoff_seconds),
             metrics=m,
         )
         for fwk in self.frameworks.values():
             fwk.set_pod_activator(self.queue)
         self.pod_handler = PodEventHandler(
-            self.cache, self.queue, self.nominator, names, on_refused=self._refuse_pod
+            self.cache, self.queue, self.nominator, self.profile_names, on_refused=self._refuse_pod
         )
         self.node_handler = NodeEventHandler(self.cache, self.queue)
         self.pod_informer: Informer[PodInfo] = Informer(
-            connection, PODS, pod_from_dict, self.pod_handler,
+            self.connection, PODS, pod_from_dict, self.pod_handler,
             field_selector=POD_FIELD_SELECTOR, on_transform_error=self._bad_pod, name="pods",
         )  # fmt: skip
         self.node_informer: Informer[NodeInfo] = Informer(
-            connection, NODES, node_from_dict, self.node_handler, name="nodes"
+            self.connection, NODES, node_from_dict, self.node_handler, name="nodes"
         )
         self.other_informers: list[Informer[Any]] = [
             self.pdb_informer,
-            *lister_informers(connection, self.listers, self.workloads, self.queue),
+            *lister_informers(self.connection, self.listers, self.workloads, self.queue),
         ]
         for inf in self._informers():
             inf.on_list = lambda res: m.informer_relists.labels(resource=res).inc()
             inf.on_event = lambda res, t: m.informer_events.labels(resource=res, type=t).inc()
+
+    def _build_loop_and_server(self) -> None:
+        """The status writer, the loop, the health/metrics/explain server."""
+        m = self.metrics
         self.status_writer = StatusWriter(
             self.dispatcher.patch_pod_status,
             metrics=m,
@@ -254,7 +280,8 @@ class SchedulerApp:
             fence=self.fence.open,
             binds=self.tasks.group("binds"),
         )
-        self.server = HealthServer(m.registry, host=options.bind_address, port=options.port)
+        opts = self.options
+        self.server = HealthServer(m.registry, host=opts.bind_address, port=opts.port)
         self.attempts = AttemptLog()
         self.loop.on_unschedulable = self.attempts.record
         self.explainer = Explainer(
@@ -271,9 +298,12 @@ class SchedulerApp:
         self.server.add_get(EXPLAIN_PATH, explain_http_handler(self.explainer))
         self.server.add_readiness_check("sched-handler-sync", self._synced_check)
         self.server.add_health_check("background-tasks", self.tasks.healthz)
-        le = cfg.leader_election
+
+    def _build_leader_election(self) -> None:
+        """The elector, when leader election is on."""
+        le = self.cfg.leader_election
         self.leader_elect = (
-            le.leader_elect if options.leader_elect is None else options.leader_elect
+            le.leader_elect if self.options.leader_elect is None else self.options.leader_elect
         )
         if self.leader_elect:
             self.elector = LeaderElector(
@@ -291,6 +321,7 @@ class SchedulerApp:
             )
             self.fence.elector = self.elector
             self.server.add_health_check("leaderElection", self.elector.healthz)
+
 
     def _policy_runtime(self, cfg: SchedulerConfiguration, options: RunOptions) -> PolicyRuntime:
         def ns_labels(name: str) -> Any:

@@ -34,7 +34,7 @@ from scheduler.cache.snapshot import Snapshot
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.diagnosis import Diagnosis, FitError, ScheduleResult
 from scheduler.framework.handle import NominatedPods
-from scheduler.framework.interfaces import Int32Array, IntArray
+from scheduler.framework.interfaces import BatchFilterPlugin, Int32Array, IntArray, declares
 from scheduler.framework.search import SearchState as SearchState  # re-exported
 from scheduler.framework.status import Code, Status, go_list, with_plugin
 from scheduler.model.pod import PodInfo
@@ -124,7 +124,7 @@ def _record_batch_rejections(
         earlier = [
             p
             for p in framework.filter_plugins[:position]
-            if p.name not in skip and not hasattr(p, "filter_batch")
+            if p.name not in skip and not declares(p, BatchFilterPlugin)
         ]
         if earlier:
             to_check = slots
