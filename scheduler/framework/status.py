@@ -34,7 +34,7 @@ class Code(enum.IntEnum):
     SKIP = 5
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Status:
     code: Code = Code.SUCCESS
     reasons: tuple[str, ...] = ()
