@@ -10,7 +10,6 @@ logs `final score pod=... node=... score=...` at DEBUG from framework/schedule.p
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from tests.logged_process import LoggedProcess
 from tests.scheduler_process import SchedulerProcess
 
 UPSTREAM = "oracle-upstream"
@@ -100,39 +100,21 @@ class ScoreLog:
         return {n: dict(s) for n, s in self.plugins.get(pod_key, {}).items()}
 
 
-class Upstream:
+class Upstream(LoggedProcess):
     def __init__(self, bin_dir: Path, kubeconfig: Path, workdir: Path) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         cfg = workdir / "upstream-config.yaml"
         cfg.write_text(yaml.safe_dump(_config(UPSTREAM, kubeconfig, ours=False)))
-        self.log_path = workdir / "upstream.log"
-        self.argv = [
+        log_path = workdir / "upstream.log"
+        argv = [
             str(bin_dir / "kube-scheduler"),
             f"--config={cfg}",
             "--secure-port=0",
             "-v=2",
             "--vmodule=schedule_one=10",
         ]
-        self.proc: subprocess.Popen[bytes] | None = None
+        super().__init__(argv, log_path)
         self.scores = ScoreLog(self.log_path, ours=False)
-
-    def start(self) -> None:
-        with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(
-                self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-            )
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 class Ours:

@@ -24,7 +24,6 @@ Cluster (all kwok):
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ import yaml
 from kas_dev.cluster.local import LocalCluster
 from kas_dev.cluster.nodes import NodeGroup, Taint
 from tests.kube import ClusterHandle, pod_manifest, wait_for
+from tests.logged_process import LoggedProcess
 from tests.scheduler_process import SchedulerProcess, write_config
 
 pytestmark = pytest.mark.cluster
@@ -46,7 +46,7 @@ ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
 
 
-class UpstreamScheduler:
+class UpstreamScheduler(LoggedProcess):
     """The real kube-scheduler with one profile named UPSTREAM, logging final scores."""
 
     def __init__(self, binary: Path, kubeconfig: str, workdir: Path) -> None:
@@ -61,24 +61,8 @@ class UpstreamScheduler:
         config = workdir / "upstream.yaml"
         config.write_text(yaml.safe_dump(cfg))
         # -v=10: schedule_one.go logs "Calculated node's final score for pod" there
-        self.argv = [str(binary), f"--config={config}", "--secure-port=0", "-v=10"]
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
+        argv = [str(binary), f"--config={config}", "--secure-port=0", "-v=10"]
+        super().__init__(argv, self.log_path, grace=30.0)
 
 
 @dataclass

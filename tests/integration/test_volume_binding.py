@@ -8,7 +8,6 @@ kube-scheduler v1.37.2 (the `env` fixture's params): the same assertions hold fo
 
 from __future__ import annotations
 
-import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ import yaml
 
 from kas_dev.cluster.nodes import NodeGroup
 from tests.kube import ClusterHandle, pod_manifest, wait_for
+from tests.logged_process import LoggedProcess
 from tests.scheduler_process import SchedulerProcess, write_config
 
 pytestmark = pytest.mark.cluster
@@ -29,7 +29,7 @@ SELECTED_NODE = "volume.kubernetes.io/selected-node"
 NS = "default"
 
 
-class UpstreamScheduler:
+class UpstreamScheduler(LoggedProcess):
     """Upstream kube-scheduler v1.37.2 with the same profile: the flows below are checked
     against it too, so what they show is upstream's behaviour, not only ours."""
 
@@ -37,26 +37,8 @@ class UpstreamScheduler:
         raw = yaml.safe_load(config.read_text())
         raw["clientConnection"]["kubeconfig"] = kubeconfig
         config.write_text(yaml.safe_dump(raw))
-        self.argv = [str(bin_dir / "kube-scheduler"), f"--config={config}",
-                     "--secure-port=0", "-v=2"]  # fmt: skip
-        self.log_path = log_path
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def tail(self, lines: int = 40) -> str:
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        argv = [str(bin_dir / "kube-scheduler"), f"--config={config}", "--secure-port=0", "-v=2"]
+        super().__init__(argv, log_path)
 
 
 Scheduler = SchedulerProcess | UpstreamScheduler
