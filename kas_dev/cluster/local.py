@@ -423,10 +423,12 @@ class LocalCluster:
 
     def _write_kubeconfig(self) -> None:
         p = self._pki()
-        self._write_kubeconfig_for(self.kubeconfig, "admin", p.admin_cert, p.admin_key)
-        self._write_kubeconfig_for(self.dir / "kwok-kubeconfig", "kwok", p.kwok_cert, p.kwok_key)
+        self.write_kubeconfig(self.kubeconfig, "admin", p.admin_cert, p.admin_key)
+        self.write_kubeconfig(self.dir / "kwok-kubeconfig", "kwok", p.kwok_cert, p.kwok_key)
 
-    def _write_kubeconfig_for(self, path: Path, user: str, cert: Path, key: Path) -> None:
+    def write_kubeconfig(self, path: Path, user: str, cert: Path, key: Path) -> None:
+        """A kubeconfig for this cluster authenticating as `user` with a client
+        certificate (the admin's, kwok's, or one the tests issue)."""
         p = self._pki()
 
         def b64(f: Path) -> str:

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.differential import scenario as sc
-from tests.differential.identity import kubeconfig_for
 from tests.differential.processes import OURS, UPSTREAM, Ours, Upstream
 from tests.differential.recorder import Recorder
+from tests.identity import kubeconfig_for
 from tests.kube import ClusterHandle
 
 DECISION_TIMEOUT = 60.0
@@ -106,8 +106,8 @@ class Oracle:
         self.workdir = workdir
         local = cluster.local
         self.recorder = Recorder(cluster, (UPSTREAM, OURS))
-        self.upstream = Upstream(cluster.bin_dir, kubeconfig_for(local, UPSTREAM), workdir)
-        self.ours = Ours(kubeconfig_for(local, OURS), workdir)
+        self.upstream = Upstream(cluster.bin_dir, kubeconfig_for(local, UPSTREAM, local.dir / "oracle"), workdir)
+        self.ours = Ours(kubeconfig_for(local, OURS, local.dir / "oracle"), workdir)
         self._api = cluster.local.admin(timeout=30)
         self._previous: sc.Scenario | None = None
 

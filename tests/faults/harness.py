@@ -7,10 +7,8 @@ with the test process, see tests/conftest.py)."""
 
 from __future__ import annotations
 
-import base64
 import concurrent.futures
 import contextlib
-import datetime
 import os
 import re
 import signal
@@ -20,16 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
 from kas_dev.cluster import process
 from kas_dev.cluster.local import LocalCluster
 from kas_dev.cluster.nodes import NodeGroup
 from tests.faults import audit
+from tests.identity import kubeconfig_for
 from tests.kube import ClusterHandle, pod_manifest
 from tests.scheduler_process import SchedulerProcess, write_config
 from tests.webhook import DeleteWebhook
@@ -133,44 +126,6 @@ class Replica:
         return self.proc.metric(name, **labels)
 
 
-def _client_cert(pki: Path, out: Path, user: str) -> tuple[Path, Path]:
-    """A client certificate signed by the cluster CA: CN=user, groups system:masters
-    (the scheduler may do anything) and the group the audit policy records."""
-    ca_key = serialization.load_pem_private_key((pki / "ca.key").read_bytes(), None)
-    ca = x509.load_pem_x509_certificate((pki / "ca.crt").read_bytes())
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
-    subject = x509.Name(
-        [
-            x509.NameAttribute(NameOID.COMMON_NAME, user),
-            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:masters"),
-            x509.NameAttribute(NameOID.ORGANIZATION_NAME, audit.SCHEDULER_GROUP),
-        ]
-    )
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(ca.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now)
-        .not_valid_after(now + datetime.timedelta(days=2))
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
-    )
-    out.mkdir(parents=True, exist_ok=True)
-    cert_path, key_path = out / f"{user}.crt", out / f"{user}.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_path, key_path
-
-
 class Bed:
     """One cluster for one case; `close()` stops everything it started."""
 
@@ -194,36 +149,14 @@ class Bed:
 
     # ------------------------------------------------------------- schedulers
     def kubeconfig_for(self, user: str) -> Path:
-        cert, key = _client_cert(self.local.pki_dir, self.dir / "identities", user)
-        path = self.dir / "identities" / f"{user}.kubeconfig"
-
-        def b64(f: Path) -> str:
-            return base64.b64encode(f.read_bytes()).decode()
-
-        cfg = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": "local",
-                    "cluster": {
-                        "server": self.local.api_url,
-                        "certificate-authority-data": b64(self.local.ca_file),
-                    },
-                }
-            ],
-            "users": [
-                {
-                    "name": user,
-                    "user": {"client-certificate-data": b64(cert), "client-key-data": b64(key)},
-                }
-            ],
-            "contexts": [{"name": "local", "context": {"cluster": "local", "user": user}}],
-            "current-context": "local",
-        }
-        path.write_text(yaml.safe_dump(cfg))
-        path.chmod(0o600)
-        return path
+        # system:masters (the scheduler may do anything) and the group the audit policy
+        # records
+        return kubeconfig_for(
+            self.local,
+            user,
+            self.dir / "identities",
+            ("system:masters", audit.SCHEDULER_GROUP),
+        )
 
     def start_scheduler(
         self, name: str, settings: SchedulerSettings, *, wait_ready: bool = True

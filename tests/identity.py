@@ -1,9 +1,11 @@
-"""A kubeconfig per scheduler, each with a client certificate of its own (group
-system:masters), so the API server, and the oracle's webhook, can tell who sent a request."""
+"""A kubeconfig per scheduler, each with a client certificate of its own (groups
+system:masters and any others), so the API server, its audit log and the tests' webhooks
+can tell who sent a request. Used by the differential oracle and the fault suite."""
 
 from __future__ import annotations
 
 import datetime
+from collections.abc import Sequence
 from pathlib import Path
 
 from cryptography import x509
@@ -14,22 +16,26 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from kas_dev.cluster.local import LocalCluster
 
 
-def kubeconfig_for(local: LocalCluster, user: str) -> Path:
+def kubeconfig_for(
+    local: LocalCluster,
+    user: str,
+    out: Path,
+    groups: Sequence[str] = ("system:masters",),
+) -> Path:
+    """`out/<user>.kubeconfig`, with a client certificate signed by the cluster's CA:
+    CN=user, one organization per group."""
     pki = local.pki_dir
     ca_key = serialization.load_pem_private_key((pki / "ca.key").read_bytes(), None)
     ca = x509.load_pem_x509_certificate((pki / "ca.crt").read_bytes())
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
+    subject = x509.Name(
+        [x509.NameAttribute(NameOID.COMMON_NAME, user)]
+        + [x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups]
+    )
     cert = (
         x509.CertificateBuilder()
-        .subject_name(
-            x509.Name(
-                [
-                    x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:masters"),
-                    x509.NameAttribute(NameOID.COMMON_NAME, user),
-                ]
-            )
-        )
+        .subject_name(subject)
         .issuer_name(ca.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
@@ -39,9 +45,8 @@ def kubeconfig_for(local: LocalCluster, user: str) -> Path:
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
         .sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
     )
-    out = local.dir / "oracle" / user
     out.mkdir(parents=True, exist_ok=True)
-    cert_path, key_path = out / "client.crt", out / "client.key"
+    cert_path, key_path = out / f"{user}.crt", out / f"{user}.key"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     key_path.write_bytes(
         key.private_bytes(
@@ -50,6 +55,7 @@ def kubeconfig_for(local: LocalCluster, user: str) -> Path:
             serialization.NoEncryption(),
         )
     )
-    kubeconfig = out / "kubeconfig"
-    local._write_kubeconfig_for(kubeconfig, user, cert_path, key_path)
+    kubeconfig = out / f"{user}.kubeconfig"
+    local.write_kubeconfig(kubeconfig, user, cert_path, key_path)
+    kubeconfig.chmod(0o600)
     return kubeconfig
