@@ -198,8 +198,7 @@ class Informer(Generic[T]):
         self._connection = connection
         self.resource = resource
         self._transform = transform
-        self._handler = handler
-        self.handler = handler  # read only: what the wiring handed in (tests check it)
+        self.handler = handler  # the wiring's; tests check which handler an informer feeds
         self.field_selector = field_selector
         self.label_selector = label_selector
         self._on_transform_error = on_transform_error
@@ -387,13 +386,13 @@ class Informer(Generic[T]):
                 continue
             self.store._put(key, new, version)
             if old is None:
-                self._call(self._handler.on_add, new)
+                self._call(self.handler.on_add, new)
             else:
-                self._call(self._handler.on_update, old, new)
+                self._call(self.handler.on_update, old, new)
         for key in [k for k in self.store._items if k not in seen]:
             gone = self.store._pop(key)
             if gone is not None:
-                self._call(self._handler.on_delete, gone)
+                self._call(self.handler.on_delete, gone)
 
     async def _watch_once(self) -> None:
         query = [
@@ -437,15 +436,15 @@ class Informer(Generic[T]):
             old = self.store.get(key)
             self.store._put(key, new, version)
             if old is None:
-                self._call(self._handler.on_add, new)
+                self._call(self.handler.on_add, new)
             else:
-                self._call(self._handler.on_update, old, new)
+                self._call(self.handler.on_update, old, new)
         elif kind == "DELETED":
             old = self.store._pop(key)
             if old is None:
                 return
             final = self._safe_transform(raw, report=False)
-            self._call(self._handler.on_delete, final if final is not None else old)
+            self._call(self.handler.on_delete, final if final is not None else old)
         else:
             log.warning("unknown watch event resource=%s type=%s", self.name, kind)
 
