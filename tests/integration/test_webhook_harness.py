@@ -31,7 +31,11 @@ def test_the_webhook_delays_refuses_and_counts_pod_deletes(cluster: ClusterHandl
         status, body = cluster.admin.request("DELETE", f"/api/v1/namespaces/{ns}/pods/refused")
         assert status == 403 and "refused by the test webhook" in body["message"]
         assert cluster.get_pod(ns, "refused") is not None
-        assert hook.deletes == {"slow": 1, "refused": 1}
+        assert hook.deletes["refused"] == 1 and hook.refused == {"refused": 1}
+        # one DELETE of "slow" was sent; the API server may run admission a second time
+        # for one graceful delete (seen by the fault suite's soak, which therefore counts
+        # victims' DELETEs from the audit log), so the webhook may see it once or twice
+        assert 1 <= hook.deletes["slow"] <= 2, hook.deletes
         wait_for(lambda: cluster.get_pod(ns, "slow") is None, timeout=10, what="slow pod gone")
     finally:
         hook.stop()
