@@ -283,6 +283,25 @@ class RecordingWebhook(DeleteWebhook):
                 self.users.setdefault(name, []).append(user)
         return super()._review(body)
 
+    def last_old_object(self, name: str, user: str) -> dict[str, Any] | None:
+        """The oldObject of `user`'s last admission call for pod `name`: the state the
+        API server's committed update started from. kube-apiserver may call validating
+        admission more than once for ONE DELETE request: a graceful delete is an update
+        that starts from the watch cache's copy of the pod, and when that copy is stale
+        (the client patched the pod a moment before) or the pod changed meanwhile, the
+        update is retried from etcd's state and admission runs again (apiserver
+        registry Store.updateForGracefulDeletionAndFinalizers inside GuaranteedUpdate).
+        The earlier calls then saw an older pod; the last one saw what was deleted."""
+        with self._lock:
+            mine = [
+                old
+                for old, who in zip(
+                    self.old_objects.get(name, []), self.users.get(name, []), strict=True
+                )
+                if who == user
+            ]
+        return mine[-1] if mine else None
+
     def reset(self) -> None:
         with self._lock:
             self.deletes.clear()

@@ -2,7 +2,10 @@
 
 The API server calls it for every pod DELETE in the namespaces it watches: it can delay
 the answer (to make preemption's API calls slow at the server itself), refuse the delete,
-and it counts every call per pod, so a test can prove "exactly one DELETE per victim".
+and it counts every call per pod. Calls are not requests: kube-apiserver may call it twice
+for one graceful DELETE (its update retried from etcd when the watch cache's copy was
+stale) and not at all for a DELETE of a pod already terminating, so "exactly one DELETE
+per victim" is counted from the audit log (tests/faults/audit.py), by the client's identity.
 It serves HTTPS with a certificate signed by the local cluster's CA, on 127.0.0.1.
 """
 

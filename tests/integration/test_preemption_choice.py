@@ -11,6 +11,13 @@ The brute force (tests.preemption_helpers) is written independently of the sched
 per node upstream's SelectVictimsOnNode (remove all lower-priority pods, PDB split,
 greedy reprieve, violating pods first), then pickOneNodeForPreemption's criteria. Every
 scenario's optimum is unique and each is decided by a different criterion (asserted).
+
+"Exactly one DELETE per victim" is counted from the API server's audit log: the DELETE
+requests sent with the scheduler's own identity (a client certificate of its own). The
+DELETE webhook is no counter of requests: kube-apiserver may call it twice for one
+graceful DELETE (see RecordingWebhook.last_old_object), and not at all for a second
+DELETE of a pod already terminating (that one returns before admission). The webhook
+still tells what the pod looked like at the DELETE the API server carried out.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 import re
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -28,6 +36,8 @@ import pytest
 
 from kas_dev.cluster.local import LocalCluster
 from kas_dev.cluster.nodes import NodeGroup
+from tests.faults import audit
+from tests.identity import kubeconfig_for
 from tests.kube import ClusterHandle, pod_manifest, wait_for
 from tests.preemption_helpers import (
     BASE_TIME,
@@ -58,6 +68,9 @@ pytestmark = pytest.mark.cluster
 NS = "choice"
 SCOPE_ALL_SCHED = "scope-all"
 OTHER_SCHED = "other-scheduler"
+# the schedulers' client identities (the audit policy records the group they are in)
+SCHED_USER = "choice-scheduler"
+SCHED_ALL_USER = "choice-scheduler-all"
 PRIORITIES = {
     "floor": -2147483648,
     "low": 100,
@@ -192,6 +205,7 @@ class Env:
     hook: RecordingWebhook
     watch: PodWatch
     nodes: dict[str, dict[str, Any]]
+    audit: audit.AuditLog
 
 
 @pytest.fixture(scope="module")
@@ -202,10 +216,16 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
                   labels={"scenario": s.id})
         for s in ALL
     ]  # fmt: skip
+    log = audit.AuditLog(d / "audit.log")
     local = LocalCluster(d / "cluster")
-    local.up(groups)
+    local.up(groups, extra_apiserver_args=audit.apiserver_args(d / "audit-policy.json", log.path))
     cluster = ClusterHandle(local)
-    sched = SchedulerProcess(cluster.kubeconfig, write_config(d / "config.yaml"), d / "s.log")
+
+    def identity(user: str) -> str:
+        groups = ("system:masters", audit.SCHEDULER_GROUP)
+        return str(kubeconfig_for(local, user, d / "identities", groups))
+
+    sched = SchedulerProcess(identity(SCHED_USER), write_config(d / "config.yaml"), d / "s.log")
     all_cfg = write_config(
         d / "all.yaml",
         profiles=[{
@@ -213,7 +233,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
             "pluginConfig": [{"name": "DefaultPreemption", "args": {"victimScope": "All"}}],
         }],
     )  # fmt: skip
-    sched_all = SchedulerProcess(cluster.kubeconfig, all_cfg, d / "all.log")
+    sched_all = SchedulerProcess(identity(SCHED_ALL_USER), all_cfg, d / "all.log")
     hook = RecordingWebhook(cluster, NS)
     watch = PodWatch(cluster, NS)
     try:
@@ -248,7 +268,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         sched.start()
         sched_all.start()
         nodes = {n["metadata"]["name"]: n for n in cluster.api("GET", "/api/v1/nodes")["items"]}
-        yield Env(cluster, sched, sched_all, hook, watch, nodes)
+        yield Env(cluster, sched, sched_all, hook, watch, nodes, log)
     finally:
         watch.stop()
         sched.stop()
@@ -281,10 +301,30 @@ def _preemptor(s: Scenario, name: str, **kw: Any) -> dict[str, Any]:
     return pod_manifest(name, cpu=PREEMPTOR_CPU, nodeSelector={"scenario": s.id}, **kw)
 
 
-def _scenario_deletes(hook: RecordingWebhook, s: Scenario) -> dict[str, int]:
-    """DELETEs of the scenario's own pods (named <id><node>-v<j>)."""
+def _scenario_deletes(env: Env, s: Scenario, user: str = SCHED_USER) -> dict[str, int]:
+    """DELETE requests `user` sent for the scenario's own pods (named <id><node>-v<j>),
+    per pod, from the audit log: every request, whatever its answer."""
     names = _all_names(s)
-    return {k: v for k, v in hook.deletes.items() if k in names}
+    sent = Counter(
+        c.name for c in env.audit.pod_deletes({NS}) if c.user == user and c.name in names
+    )
+    return dict(sent)
+
+
+def _wait_deletes_audited(env: Env, victims: set[str], user: str = SCHED_USER) -> None:
+    """The audit record of a DELETE is written after its update is committed, so a
+    victim can be gone a moment before its DELETE is in the log."""
+    wait_for(
+        lambda: victims <= {c.name for c in env.audit.pod_deletes({NS}) if c.user == user},
+        timeout=10,
+        what=f"{user}'s DELETEs of {sorted(victims)} in the audit log",
+    )
+
+
+def _old_at_delete(env: Env, victim: str, user: str = SCHED_USER) -> dict[str, Any]:
+    old = env.hook.last_old_object(victim, user)
+    assert old is not None, f"no DELETE of {victim} by {user} reached the webhook"
+    return old
 
 
 def _all_names(s: Scenario) -> set[str]:
@@ -327,18 +367,14 @@ def test_the_preemptor_lands_on_the_brute_force_optimum_evicting_exactly_its_vic
     # exactly the optimum's victims are gone, every other pod of the scenario stays
     present = {p["metadata"]["name"] for p in cluster.list_pods(NS, f"scenario={s.id}")}
     assert present == _all_names(s) - victims
-    # one DELETE per victim from the scheduler, none for anyone else. Under CPU load this
-    # once saw 2 DELETEs for a victim. Two causes fit: a second preemption by the same
-    # preemptor (its gate lifted when one "last" victim was seen leaving while the cache
-    # still showed the others; fixed in 2d8fba1), and the webhook counting admission
-    # calls, not requests (kube-apiserver re-runs admission when a graceful delete's
-    # update conflicts with a concurrent write, e.g. kwok's status). The fault suite's
-    # audit log (tests/faults) tells them apart; this test passed in every stressed run
-    # of the suite since 2d8fba1.
-    assert _scenario_deletes(hook, s) == dict.fromkeys(victims, 1)
+    # one DELETE request per victim from the scheduler, none for anyone else (audit log)
+    _wait_deletes_audited(env, victims)
+    assert _scenario_deletes(env, s) == dict.fromkeys(victims, 1)
     for v in victims:
-        # as the API server held it at its DELETE: DisruptionTarget set by the scheduler
-        (old,) = hook.old_objects[v]
+        # as the API server held it at the DELETE it carried out: DisruptionTarget set
+        # by the scheduler, no one else's DELETE before it
+        assert set(hook.users.get(v, [])) == {SCHED_USER}, hook.users.get(v)
+        old = _old_at_delete(env, v)
         cond = disruption_target(old)
         assert cond is not None, f"{v} deleted without DisruptionTarget"
         assert cond["status"] == "True" and cond["reason"] == "PreemptionByScheduler"
@@ -377,7 +413,7 @@ def test_the_preemptor_lands_on_the_brute_force_optimum_evicting_exactly_its_vic
 
 
 def test_preemption_policy_never_does_not_preempt(env: Env) -> None:
-    cluster, hook, sched = env.cluster, env.hook, env.sched
+    cluster, sched = env.cluster, env.sched
     s = NEVER
     cluster.create_pod(NS, _preemptor(s, "never", priority_class=NEVER_CLASS))
     pod = cluster.get_pod(NS, "never")
@@ -399,14 +435,15 @@ def test_preemption_policy_never_does_not_preempt(env: Env) -> None:
         p = cluster.get_pod(NS, v)
         assert p is not None and not p["metadata"].get("deletionTimestamp")
         assert disruption_target(p) is None
-    assert not _scenario_deletes(hook, s)
+    assert not _scenario_deletes(env, s)
 
     # the control: the same pod allowed to preempt does, on the same node
     cluster.api("DELETE", f"/api/v1/namespaces/{NS}/pods/never")
     cluster.create_pod(NS, _preemptor(s, "may"))
     wait_for(lambda: node_of(cluster, NS, "may") == "n-0", timeout=30,
              what=f"may bound\n{sched.tail()}")  # fmt: skip
-    assert _scenario_deletes(hook, s) == dict.fromkeys(victims, 1)
+    _wait_deletes_audited(env, victims)
+    assert _scenario_deletes(env, s) == dict.fromkeys(victims, 1)
 
 
 def test_pods_of_another_scheduler_are_victims_only_with_victim_scope_all(env: Env) -> None:
@@ -432,7 +469,8 @@ def test_pods_of_another_scheduler_are_victims_only_with_victim_scope_all(env: E
         p = cluster.get_pod(NS, v)
         assert p is not None and not p["metadata"].get("deletionTimestamp")
         assert disruption_target(p) is None
-    assert not _scenario_deletes(hook, s)
+    assert not _scenario_deletes(env, s)
+    assert not _scenario_deletes(env, s, SCHED_ALL_USER)
     assert env.sched.metric("scheduler_preemption_goroutines_execution_total", result="error") == 0
 
     # a scheduler with victimScope All evicts them
@@ -440,9 +478,11 @@ def test_pods_of_another_scheduler_are_victims_only_with_victim_scope_all(env: E
     cluster.create_pod(NS, _preemptor(s, "all", scheduler_name=SCOPE_ALL_SCHED))
     wait_for(lambda: node_of(cluster, NS, "all") == "s-0", timeout=30,
              what=f"all bound\n{env.sched_all.tail()}")  # fmt: skip
-    assert _scenario_deletes(hook, s) == dict.fromkeys(victims, 1)
+    _wait_deletes_audited(env, victims, SCHED_ALL_USER)
+    assert _scenario_deletes(env, s, SCHED_ALL_USER) == dict.fromkeys(victims, 1)
+    assert not _scenario_deletes(env, s)
     for v in victims:
-        (old,) = hook.old_objects[v]
-        cond = disruption_target(old)
+        assert set(hook.users.get(v, [])) == {SCHED_ALL_USER}, hook.users.get(v)
+        cond = disruption_target(_old_at_delete(env, v, SCHED_ALL_USER))
         assert cond is not None and cond["reason"] == "PreemptionByScheduler"
         assert cond["message"].startswith(f"{SCOPE_ALL_SCHED}: ")
