@@ -84,29 +84,91 @@ class BatchHandle(Protocol):
     ) -> tuple[IntArray, dict[str, IntArray], Status]: ...
 
 
-@dataclass
 class ScoredNodes:
     """Candidate nodes best first (upstream SortedScoredNodes): names, raw Score output
     per plugin (for re-normalizing), weighted totals, and the tie-break key (ties go
-    to the higher key; keys are drawn at random, as ties are broken here everywhere)."""
+    to the higher key; keys are drawn at random, as ties are broken here everywhere).
 
-    names: list[str]
-    raw: dict[str, IntArray]
-    total: IntArray
-    tiebreak: FloatArray
+    Entries are only ever appended (a re-scored node comes back as a new entry) and
+    popped ones masked out, so a cycle costs numpy work over the candidates and no
+    Python loop. `slots` are the nodes' slots in the snapshot whose live-slot array is
+    `live` (the NodeTable replaces that array whenever a node comes or goes): while it
+    is the snapshot's current one the slots still name the same nodes, otherwise they
+    are looked up by name again."""
+
+    def __init__(
+        self,
+        names: list[str],
+        slots: IntArray,
+        live: IntArray,
+        raw: dict[str, IntArray],
+        total: IntArray,
+        tiebreak: FloatArray,
+    ) -> None:
+        self.names = names
+        self.slots = slots
+        self.live = live
+        self.raw = raw
+        self.total = total
+        self.tiebreak = tiebreak
+        self.left = np.ones(len(names), dtype=np.bool_)
+        self._count = len(names)
 
     def __len__(self) -> int:
-        return len(self.names)
+        return self._count
 
     def pop(self) -> str:
         """Remove and return the best node."""
-        best = np.flatnonzero(self.total == self.total.max())
+        total = np.where(self.left, self.total, -1)
+        best = np.flatnonzero(total == total.max())
         i = int(best[np.argmax(self.tiebreak[best])]) if len(best) > 1 else int(best[0])
-        name = self.names.pop(i)
-        self.raw = {k: np.delete(v, i) for k, v in self.raw.items()}
-        self.total = np.delete(self.total, i)
-        self.tiebreak = np.delete(self.tiebreak, i)
-        return name
+        self.left[i] = False
+        self._count -= 1
+        return self.names[i]
+
+    def left_slots(self, snapshot: Snapshot) -> IntArray | None:
+        """The slots of the nodes not popped, in `snapshot` (None when one is gone)."""
+        if snapshot.live_slots() is self.live:
+            return self.slots[self.left]
+        index = snapshot.table.index
+        looked_up = [index.get(n) for n, k in zip(self.names, self.left.tolist(), strict=True) if k]
+        if any(s is None for s in looked_up):
+            return None
+        return np.asarray(looked_up, dtype=np.int64)
+
+    def with_rescored(
+        self,
+        snapshot: Snapshot,
+        slots_now: IntArray,
+        name: str,
+        raw: Mapping[str, IntArray],
+        total: IntArray,
+        tiebreak: float,
+    ) -> ScoredNodes:
+        """These candidates re-normalized, plus `name` as a new entry: `raw` holds the
+        raw scores and `total` the new totals of the nodes left then `name`, aligned
+        with `slots_now` (their slots in `snapshot`, `name`'s last)."""
+        left = np.append(self.left, True)
+        slots = np.append(self.slots, 0)
+        slots[left] = slots_now
+        full_raw: dict[str, IntArray] = {}
+        for k, v in raw.items():
+            col = np.zeros(len(left), dtype=np.int64)
+            col[left] = v
+            full_raw[k] = col
+        full_total = np.zeros(len(left), dtype=np.int64)
+        full_total[left] = total
+        out = ScoredNodes(
+            [*self.names, name],
+            slots,
+            snapshot.live_slots(),
+            full_raw,
+            full_total,
+            np.append(self.tiebreak, tiebreak),
+        )
+        out.left = left
+        out._count = self._count + 1
+        return out
 
 
 @dataclass
@@ -259,13 +321,12 @@ class OpportunisticBatch:
     ) -> bool:
         assert self._state is not None
         nodes = self._state.nodes
-        index = snapshot.table.index
-        cached = [index.get(n) for n in nodes.names]
-        last_slot = index.get(view.name)
-        if last_slot is None or any(s is None for s in cached):
+        cached = nodes.left_slots(snapshot)
+        last_slot = snapshot.slot_of(view.name)
+        if cached is None or last_slot is None:
             self._flush(FLUSH_NODE_MISSING)
             return False
-        slots = np.asarray([*cached, last_slot], dtype=np.int64)
+        slots = np.append(cached, last_slot)
         rescore_state = state.clone()
         if not self._handle.run_pre_score(rescore_state, pod, snapshot, slots).ok:
             self._flush(FLUSH_PRESCORE_ERROR)
@@ -274,22 +335,22 @@ class OpportunisticBatch:
         if not st.ok:
             self._flush(FLUSH_RESCORE_ERROR)
             return False
-        n = len(nodes)
+        n = len(cached)
+        left = nodes.left
         # a plugin that scored now but not when the list was stored contributes 0 for
         # the stored nodes (upstream leaves their NodeScore empty)
         raw = {
-            k: np.concatenate((nodes.raw.get(k, np.zeros(n, dtype=np.int64)), v))
+            k: np.concatenate(
+                (nodes.raw[k][left] if k in nodes.raw else np.zeros(n, dtype=np.int64), v)
+            )
             for k, v in fresh.items()
         }
         total, _, st = self._handle.normalize_scores(rescore_state, pod, raw, slots)
         if not st.ok:
             self._flush(FLUSH_NORMALIZE_ERROR)
             return False
-        self._state.nodes = ScoredNodes(
-            [*nodes.names, view.name],
-            raw,
-            total,
-            np.append(nodes.tiebreak, rng.random()),
+        self._state.nodes = nodes.with_rescored(
+            snapshot, slots, view.name, raw, total, rng.random()
         )
         return True
 

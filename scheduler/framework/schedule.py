@@ -397,7 +397,14 @@ def _other_candidates(
     views = snapshot.views
     names = [v.name for v in (views[s] for s in slots.tolist()) if v is not None]
     tie = np.random.default_rng(search.rng.getrandbits(64)).random(len(slots))
-    return ScoredNodes(names, {k: v[keep] for k, v in raw.items()}, total[keep], tie)
+    return ScoredNodes(
+        names,
+        slots,
+        snapshot.live_slots(),
+        {k: v[keep] for k, v in raw.items()},
+        total[keep],
+        tie,
+    )
 
 
 def _log_single_feasible(pod: PodInfo, node: str) -> None:

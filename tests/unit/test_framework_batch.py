@@ -414,3 +414,16 @@ def test_the_stored_list_runs_out() -> None:
     assert attempts(m, batching.HINT_USED) == 2
     assert fw.batch.remaining() == 0
     assert isinstance(c.schedule(replica(3, cpu="800m")), FitError)
+
+
+def test_a_node_added_between_cycles_is_not_a_candidate_but_the_list_still_holds() -> None:
+    # upstream's stored list knows only the nodes the search saw; a new node (which also
+    # moves every slot lookup onto the by-name path here) changes nothing else
+    fw, m = framework(LIST_DEFAULTING)
+    c = Cluster(fw, sized_nodes(4))
+    c.schedule(replica(0))
+    c.cache.add_node(make_node("huge").capacity(cpu="64", memory="256Gi").obj())
+    result = c.schedule(replica(1))
+    assert isinstance(result, ScheduleResult)
+    assert result.node != "huge"
+    assert attempts(m, batching.HINT_USED) == 1
