@@ -13,8 +13,8 @@ only equality is ever asked of a signature.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
-from typing import cast
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Any, cast
 
 from scheduler.framework.interfaces import SignFragment, SignPlugin, declares
 from scheduler.model.pod import PodInfo
@@ -40,6 +40,35 @@ def sorted_mapping(m: Mapping[str, str] | Mapping[str, int]) -> tuple[tuple[str,
     return tuple(sorted(m.items()))
 
 
+def _per_pod(signer: Callable[[PodInfo], Hashable]) -> Callable[[PodInfo], Hashable]:
+    """Remember the last pod's fragment: the framework signs one pod at a time, and
+    plugins share signers (four the volumes, two the resources, two the tolerations),
+    so each is computed once per pod. Holds the last pod, so its identity is never
+    reused for another."""
+    last: list[Any] = [None, None]
+
+    def signed(pod: PodInfo) -> Hashable:
+        if last[0] is not pod:
+            last[1] = signer(pod)
+            last[0] = pod
+        return cast(Hashable, last[1])
+
+    signed.__doc__ = signer.__doc__
+    return signed
+
+
+@_per_pod
+def resources_signer(pod: PodInfo) -> Hashable:
+    """upstream's resources fragment: the pod's requests (overhead included)."""
+    return sorted_mapping(pod.requests)
+
+
+@_per_pod
+def labels_signer(pod: PodInfo) -> Hashable:
+    return sorted_mapping(pod.labels)
+
+
+@_per_pod
 def tolerations_signer(pod: PodInfo) -> Hashable:
     """upstream TolerationsSigner: the tolerations, order not mattering."""
     return tuple(
@@ -56,6 +85,7 @@ def host_ports_signer(pod: PodInfo) -> Hashable:
     return tuple(sorted({hp.port for hp in pod.host_ports if hp.port}))
 
 
+@_per_pod
 def volumes_signer(pod: PodInfo) -> Hashable:
     """upstream VolumesSigner: every volume's source except configMap and secret ones
     (they never change where a pod fits and are named per pod), sorted; the volume's

@@ -403,7 +403,7 @@ class InterPodAffinity(
             return (), Status.unschedulable("pods with InterPodAffinity are not signable")
         if self.args.ignore_preferred_terms_of_existing_pods:
             return (), Status.success()
-        return ((signature.LABELS, signature.sorted_mapping(pod.labels)),), Status.success()
+        return ((signature.LABELS, signature.labels_signer(pod)),), Status.success()
 
 
 def new(args: InterPodAffinityArgs | None, handle: Handle) -> InterPodAffinity:

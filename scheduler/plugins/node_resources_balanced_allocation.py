@@ -120,7 +120,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, BatchScorePlu
     def sign_pod(self, pod: PodInfo) -> tuple[tuple[SignFragment, ...], Status]:
         """upstream BalancedAllocation.SignPod: the pod's resource requests, overhead included
         (extended resources backed by dynamic resource allocation are not modelled)."""
-        return ((signature.RESOURCES, signature.sorted_mapping(pod.requests)),), Status.success()
+        return ((signature.RESOURCES, signature.resources_signer(pod)),), Status.success()
 
 
 def new(

@@ -236,7 +236,7 @@ class NodeResourcesFit(
     def sign_pod(self, pod: PodInfo) -> tuple[tuple[SignFragment, ...], Status]:
         """upstream Fit.SignPod: the pod's resource requests, overhead included
         (extended resources backed by dynamic resource allocation are not modelled)."""
-        return ((signature.RESOURCES, signature.sorted_mapping(pod.requests)),), Status.success()
+        return ((signature.RESOURCES, signature.resources_signer(pod)),), Status.success()
 
 
 def _broken_linear(util: IntArray, shape: tuple[UtilizationShapePoint, ...]) -> IntArray:
