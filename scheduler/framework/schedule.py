@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -394,8 +394,9 @@ def _other_candidates(
     keep = np.ones(len(feasible), dtype=np.bool_)
     keep[pick] = False
     slots = feasible[keep]
-    views = snapshot.views
-    names = [v.name for v in (views[s] for s in slots.tolist()) if v is not None]
+    # the table's slot -> name list, read in C (this runs over every feasible node)
+    table_names = snapshot.table.names
+    names = [cast(str, table_names[s]) for s in slots.tolist()]
     tie = np.random.default_rng(search.rng.getrandbits(64)).random(len(slots))
     return ScoredNodes(
         names,
