@@ -427,3 +427,52 @@ def test_a_node_added_between_cycles_is_not_a_candidate_but_the_list_still_holds
     assert isinstance(result, ScheduleResult)
     assert result.node != "huge"
     assert attempts(m, batching.HINT_USED) == 1
+
+
+async def test_the_loop_counts_every_popped_pod_as_a_cycle() -> None:
+    # upstream's cycle count is the queue's Pop count: a pod popped and skipped (being
+    # deleted) still takes a cycle, so the next replica finds no consecutive batch
+    from scheduler.loop import SchedulingLoop
+    from scheduler.queue import SchedulingQueue
+    from scheduler.status_writer import StatusWriter
+    from tests.unit.fake_clock import FakeClock
+
+    async def no_patch(namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+    class Events:
+        def event(self, *args: Any) -> None:
+            pass
+
+    fw, m = framework(LIST_DEFAULTING)
+    cache = Cache()
+    for n in sized_nodes(6):
+        cache.add_node(n.obj())
+    queue: SchedulingQueue[PodInfo] = SchedulingQueue(clock=FakeClock(), metrics=m)
+    loop = SchedulingLoop(
+        cache=cache,
+        queue=queue,
+        nominator=Nominator(),
+        frameworks={fw.profile_name: fw},
+        events=Events(),  # type: ignore[arg-type]
+        status_writer=StatusWriter(no_patch, metrics=m),
+        metrics=m,
+        clock=FakeClock(),
+    )
+
+    async def cycle(pod: PodInfo) -> None:
+        queue.add(pod)
+        info = await queue.pop()
+        assert info is not None
+        loop.schedule_one(info)
+
+    await cycle(replica(0))
+    await cycle(replica(1))
+    assert attempts(m, batching.HINT_USED) == 1
+    leaving = make_pod("web-x").labels(app="web").terminating().obj()
+    await cycle(leaving)
+    await cycle(replica(2))
+    assert loop.search.cycle == 4
+    assert flushed(m, batching.FLUSH_POD_SKIPPED) == 1
+    assert attempts(m, batching.HINT_USED) == 1
+    await loop.drain_binds(0)
