@@ -476,3 +476,12 @@ async def test_the_loop_counts_every_popped_pod_as_a_cycle() -> None:
     assert flushed(m, batching.FLUSH_POD_SKIPPED) == 1
     assert attempts(m, batching.HINT_USED) == 1
     await loop.drain_binds(0)
+
+
+def test_a_refusal_reorders_the_signers_but_changes_no_signature() -> None:
+    fw, _ = framework(LIST_DEFAULTING)
+    before = fw.sign_pod(replica(0))
+    spread = make_pod("s").labels(app="web").spread(1, "zone", {"app": "web"}).obj()
+    assert fw.sign_pod(spread) is None
+    assert fw.signers[0].name == "PodTopologySpread"  # asked first from now on
+    assert fw.sign_pod(replica(1)) == before
