@@ -220,6 +220,7 @@ class SchedulerApp:
                 registry,
                 handle,
                 global_percentage_of_nodes_to_score=self.cfg.percentage_of_nodes_to_score,
+                metrics=self.metrics,
             )
 
     def _build_queue_and_informers(self) -> None:

@@ -129,6 +129,9 @@ class SchedulingLoop:
     # ------------------------------------------------------------------ scheduling cycle
     def schedule_one(self, info: QueuedPodInfo[PodInfo]) -> None:
         pod = info.pod
+        # every popped pod is a cycle, skipped ones included (upstream's queue counts
+        # each Pop): opportunistic batching reuses results only in the very next cycle
+        self.search.cycle += 1
         fwk = self.frameworks.get(pod.scheduler_name)
         if fwk is None or pod.deletion_timestamp is not None or self.cache.is_assumed(pod):
             self.queue.done(pod.uid)

@@ -57,6 +57,8 @@ VICTIMS_BUCKETS = exponential_buckets(1, 2, 7)
 PREEMPTION_TASK_BUCKETS = exponential_buckets(0.01, 2, 20)
 # 1 ms .. ~33 s (API round trips, binding task)
 API_BUCKETS = exponential_buckets(0.001, 2, 16)
+# 0.01 ms .. ~20 ms, as upstream's opportunistic batching histograms
+BATCH_BUCKETS = exponential_buckets(0.00001, 2, 12)
 
 
 class SchedulerMetrics:
@@ -105,6 +107,53 @@ class SchedulerMetrics:
             "Number of attempts to successfully schedule a pod.",
             namespace=ns,
             buckets=ATTEMPTS_BUCKETS,
+            registry=r,
+        )
+
+        # --- opportunistic batching (upstream names, framework/runtime/batch.go) ---
+        self.batch_attempts = Counter(
+            "batch_attempts_total",
+            "Counts of results when we attempt to use batching.",
+            ["profile", "result"],
+            namespace=ns,
+            registry=r,
+        )
+        self.batch_cache_flushed = Counter(
+            "batch_cache_flushed_total",
+            "Counts of cache flushes by reason.",
+            ["profile", "reason"],
+            namespace=ns,
+            registry=r,
+        )
+        self.batch_rescore_attempts = Counter(
+            "batch_rescore_attempts_total",
+            "Counts of rescore attempts during opportunistic batching.",
+            ["profile"],
+            namespace=ns,
+            registry=r,
+        )
+        self.get_node_hint_duration = Histogram(
+            "get_node_hint_duration_seconds",
+            "Latency for getting a node hint.",
+            ["hinted", "profile"],
+            namespace=ns,
+            buckets=BATCH_BUCKETS,
+            registry=r,
+        )
+        self.store_schedule_results_duration = Histogram(
+            "store_schedule_results_duration_seconds",
+            "Latency for storing scheduling results.",
+            ["profile"],
+            namespace=ns,
+            buckets=BATCH_BUCKETS,
+            registry=r,
+        )
+        self.batch_rescore_duration = Histogram(
+            "batch_rescore_duration_seconds",
+            "Latency for rescoring a node during opportunistic batching.",
+            ["profile"],
+            namespace=ns,
+            buckets=BATCH_BUCKETS,
             registry=r,
         )
 

@@ -92,4 +92,3 @@ QueueingHintFn = Callable[[Any, Any, Any], QueueingHint]
 class ClusterEventWithHint:
     event: ClusterEvent
     hint: QueueingHintFn | None = None  # None: always QUEUE
-

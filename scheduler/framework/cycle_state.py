@@ -39,7 +39,10 @@ class CycleState:
     def clone(self) -> CycleState:
         c = CycleState()
         for k, v in self._data.items():
-            c._data[k] = v.clone() if isinstance(v, StateData) else v
+            # getattr, not isinstance(v, StateData): a runtime Protocol check walks the
+            # Protocol's attributes on every call, and this runs per key per clone
+            clone = getattr(v, "clone", None)
+            c._data[k] = clone() if clone is not None else v
         c.skip_filter = set(self.skip_filter)
         c.skip_score = set(self.skip_score)
         return c

@@ -20,7 +20,7 @@ Protocol serves which extension point.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -201,6 +201,23 @@ class PostBindPlugin(Plugin, Protocol):
 
 class EnqueueExtensions(Plugin, Protocol):
     def events_to_register(self) -> list[ClusterEventWithHint]: ...
+
+
+# One piece of a pod's signature (upstream fwk.SignFragment): a key naming what it
+# describes (framework/signature.py holds upstream's names) and a hashable value. Two
+# plugins returning the same key must return the same value for the same pod.
+SignFragment = tuple[str, Hashable]
+
+
+class SignPlugin(Plugin, Protocol):
+    """upstream fwk.SignPlugin (KEP-5598, opportunistic batching): the fragments of the
+    pod's spec this plugin's PreFilter/Filter/PreScore/Score read. Two pods whose
+    fragments are equal for every plugin of the profile must get the same feasibility
+    and scores on the same nodes. A non-success Status means "this pod cannot be
+    signed" (it is then never batched). A profile with a PreFilter/Filter/PreScore/Score
+    plugin that does not declare this Protocol signs no pod at all."""
+
+    def sign_pod(self, pod: PodInfo) -> tuple[tuple[SignFragment, ...], Status]: ...
 
 
 # extension point key (config.names) -> the Protocols a plugin declares to serve it

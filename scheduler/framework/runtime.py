@@ -13,7 +13,7 @@ per-node plugins placed before the rejecting one, so the recorded reason is upst
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
@@ -21,6 +21,7 @@ import numpy as np
 from scheduler.config import names
 from scheduler.config.args import default_plugin_args
 from scheduler.config.types import Profile
+from scheduler.framework.batch import OpportunisticBatch
 from scheduler.framework.cluster_event import ClusterEventWithHint
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle, NominatedPods, PodActivator
@@ -54,6 +55,7 @@ from scheduler.framework.interfaces import (
 from scheduler.framework.registry import Registry
 from scheduler.framework.schedule import schedule_pod
 from scheduler.framework.search import SearchState
+from scheduler.framework.signature import PodSignature, batchable, sign_pod
 from scheduler.framework.status import Code, Status, go_list, with_plugin
 from scheduler.framework.waiting_pods import WaitingPods
 from scheduler.model.pod import PodInfo
@@ -62,6 +64,7 @@ if TYPE_CHECKING:
     from scheduler.cache.node_view import NodeView
     from scheduler.cache.snapshot import Snapshot
     from scheduler.framework.diagnosis import Diagnosis, FitError, ScheduleResult
+    from scheduler.metrics import SchedulerMetrics
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +103,7 @@ class Framework:
         *,
         global_percentage_of_nodes_to_score: int = 0,
         search: SearchState | None = None,
+        metrics: SchedulerMetrics | None = None,
     ) -> None:
         self.profile = profile
         # pass one SearchState to every profile's Framework to share the rotation
@@ -156,6 +160,24 @@ class Framework:
         self.pre_bind_plugins = cast(list[PreBindPlugin], points[names.PRE_BIND])
         self.bind_plugins = cast(list[BindPlugin], points[names.BIND])
         self.post_bind_plugins = cast(list[PostBindPlugin], points[names.POST_BIND])
+        # upstream computeBatchablePlugins: every PreFilter/Filter/PreScore/Score plugin
+        # must sign, or no pod of this profile is signed (and none is batched)
+        self.signers, unsigned = batchable(
+            [
+                *self.pre_filter_plugins,
+                *self.filter_plugins,
+                *self.pre_score_plugins,
+                *self.score_plugins,
+            ]
+        )
+        self.signatures_enabled = not unsigned
+        if unsigned:
+            log.info(
+                "signatures disabled for profile %s: plugins %s do not sign pods",
+                self.profile_name,
+                unsigned,
+            )
+        self.batch = OpportunisticBatch(self, metrics)
 
     def _instantiate(self, name: str, registry: Registry) -> Plugin:
         plugin = self._plugins.get(name)
@@ -185,8 +207,16 @@ class Framework:
         nominator: NominatedPods,
         search: SearchState,
     ) -> ScheduleResult | FitError:
-        """The scheduling algorithm over this profile (framework/schedule.py)."""
-        return schedule_pod(self, state, pod, snapshot, nominator, search=search)
+        """The scheduling algorithm over this profile (framework/schedule.py), with
+        this profile's opportunistic batching (the loop's cycles only)."""
+        return schedule_pod(self, state, pod, snapshot, nominator, search=search, batch=self.batch)
+
+    def sign_pod(self, pod: PodInfo) -> PodSignature | None:
+        """upstream SignPod: the pod's signature under this profile, None when a plugin
+        cannot sign it or the profile has a plugin that signs nothing."""
+        if not self.signatures_enabled:
+            return None
+        return sign_pod(self.signers, pod)
 
     # ------------------------------------------------------------ introspection
     def plugin(self, name: str) -> Plugin:
@@ -365,23 +395,59 @@ class Framework:
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, slots: IntArray
     ) -> tuple[IntArray, dict[str, IntArray], Status]:
         """Weighted sum of normalized scores over `slots`, plus the per-plugin scores."""
-        total = np.zeros(len(slots), dtype=np.int64)
-        per_plugin: dict[str, IntArray] = {}
+        total, per_plugin, _, st = self.run_score_keeping_raw(state, pod, snapshot, slots)
+        return total, per_plugin, st
+
+    def run_score_keeping_raw(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, slots: IntArray
+    ) -> tuple[IntArray, dict[str, IntArray], dict[str, IntArray], Status]:
+        """run_score, also returning each plugin's raw (not normalized) scores, which
+        opportunistic batching keeps to re-normalize later (upstream RunScorePlugins
+        keeps them as NodePluginScores.RawScores)."""
+        raw, st = self.run_raw_scores(state, pod, snapshot, slots)
+        if not st.ok:
+            return np.zeros(len(slots), dtype=np.int64), {}, raw, st
+        total, per_plugin, st = self.normalize_scores(state, pod, raw, slots)
+        return total, per_plugin, raw, st
+
+    def run_raw_scores(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, slots: IntArray
+    ) -> tuple[dict[str, IntArray], Status]:
+        """Each Score plugin not skipped this cycle on `slots`, before normalizing
+        (upstream runRawScorePlugins)."""
+        raw: dict[str, IntArray] = {}
         for p in self.score_plugins:
             if p.name in state.skip_score:
                 continue
             if declares(p, BatchScorePlugin):
                 batch = cast(BatchScorePlugin, p)
-                scores = np.asarray(batch.score_batch(state, pod, snapshot, slots), dtype=np.int64)
-            else:
-                one = cast(ScorePlugin, p)
-                values = []
-                for s in slots.tolist():
-                    v, st = one.score(state, pod, snapshot.view(s))
-                    if not st.ok:
-                        return total, per_plugin, with_plugin(st, p.name)
-                    values.append(v)
-                scores = np.asarray(values, dtype=np.int64)
+                raw[p.name] = np.asarray(
+                    batch.score_batch(state, pod, snapshot, slots), dtype=np.int64
+                )
+                continue
+            one = cast(ScorePlugin, p)
+            values = []
+            for s in slots.tolist():
+                v, st = one.score(state, pod, snapshot.view(s))
+                if not st.ok:
+                    return raw, with_plugin(st, p.name)
+                values.append(v)
+            raw[p.name] = np.asarray(values, dtype=np.int64)
+        return raw, Status.success()
+
+    def normalize_scores(
+        self, state: CycleState, pod: PodInfo, raw: Mapping[str, IntArray], slots: IntArray
+    ) -> tuple[IntArray, dict[str, IntArray], Status]:
+        """NormalizeScore of each plugin not skipped this cycle over its raw scores
+        (left untouched), range check, weighted sum (upstream normalizeScores). A
+        plugin without raw scores here scores 0 everywhere."""
+        total = np.zeros(len(slots), dtype=np.int64)
+        per_plugin: dict[str, IntArray] = {}
+        for p in self.score_plugins:
+            if p.name in state.skip_score:
+                continue
+            given = raw.get(p.name)
+            scores = given.copy() if given is not None else np.zeros(len(slots), dtype=np.int64)
             if declares(p, NormalizeScorePlugin):
                 st = cast(NormalizeScorePlugin, p).normalize_scores(state, pod, scores, slots)
                 if not st.ok:

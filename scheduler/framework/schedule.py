@@ -3,6 +3,8 @@
 1. PreFilter (may reject the pod outright or narrow the candidate nodes).
 2. If the pod carries a nominatedNodeName that still passes Filter, take it (when it
    does not, its rejecting plugin joins the "didn't satisfy plugin(s)" list, as upstream).
+   Opportunistic batching's hint (batch.py: the previous cycle's next-best node, for a
+   pod with the same signature) is tried the same way.
 3. Filter: batch plugins over every candidate at once (NodeTable columns), then the
    nominated-pods rule on nodes holding nominations of priority >= the pod's, then
    per-node plugins on the still-feasible nodes in rotated order until enough feasible
@@ -25,12 +27,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
+from scheduler.framework.batch import OpportunisticBatch, ScoredNodes
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.diagnosis import Diagnosis, FitError, ScheduleResult
 from scheduler.framework.handle import NominatedPods
@@ -258,11 +261,15 @@ def schedule_pod(
     nominator: NominatedPods | None = None,
     *,
     search: SearchState | None = None,
+    batch: OpportunisticBatch | None = None,
 ) -> ScheduleResult | FitError:
     """Pick a node for `pod`. Returns ScheduleResult or FitError (no node fits);
-    raises SchedulingError when a plugin reports an internal error."""
+    raises SchedulingError when a plugin reports an internal error. With `batch` (the
+    loop's cycles; never a dry run, which must leave it untouched) the profile's
+    opportunistic batching is used and fed (batch.py)."""
     if search is None:
         search = framework.search
+    signature = framework.sign_pod(pod) if batch is not None else None
     diagnosis = Diagnosis(snapshot)
     num_all = snapshot.num_nodes
     if num_all == 0:
@@ -279,9 +286,14 @@ def schedule_pod(
         diagnosis.set_all(st)
         return FitError(pod, num_all, diagnosis)
 
+    hint = ""
+    if batch is not None:
+        hint = batch.get_node_hint(pod, signature, state, snapshot, search.cycle, search.rng)
+
     # a pod nominated by an earlier preemption tries its node first (upstream
-    # evaluateNominatedNode: whatever PreFilter narrowed to; an error there is ignored)
-    nominated_node = pod.nominated_node_name
+    # evaluateNominatedNode: whatever PreFilter narrowed to; an error there is ignored);
+    # so does batching's hint (never given to a nominated pod)
+    nominated_node = pod.nominated_node_name or hint
     nominated_status: tuple[int, Status] | None = None
     absent_plugins = set(pre_result.plugins) if pre_result is not None else set()
     if nominated_node:
@@ -291,7 +303,12 @@ def schedule_pod(
             nst = framework.run_filter_with_nominated_pods(state, pod, view, nominator)
             if nst.ok:
                 # upstream: the nominated node alone is the feasible set, so no scoring
+                # (and the node search does not move on)
                 _log_single_feasible(pod, nominated_node)
+                if batch is not None:
+                    batch.store_schedule_results(
+                        signature, hint, nominated_node, None, search.cycle
+                    )
                 return ScheduleResult(nominated_node, 1, 1)
             if nst.code != Code.ERROR:
                 nominated_status = (slot, nst)
@@ -328,9 +345,12 @@ def schedule_pod(
     if len(feasible) == 1:
         only = snapshot.view(int(feasible[0])).name
         _log_single_feasible(pod, only)
+        if batch is not None:
+            batch.store_schedule_results(signature, hint, only, None, search.cycle)
         return ScheduleResult(only, evaluated, 1)
 
     per_plugin: dict[str, IntArray] = {}
+    raw: dict[str, IntArray] = {}
     if not framework.score_plugins:
         # upstream prioritizeNodes: without score plugins every node scores 1
         total = np.ones(len(feasible), dtype=np.int64)
@@ -339,14 +359,53 @@ def schedule_pod(
         if not st.ok:
             # upstream RunPreScorePlugins' wording: the pod's event and condition carry it
             raise SchedulingError(st, f'running PreScore plugin "{st.plugin}": {st.message()}')
-        total, per_plugin, st = framework.run_score(state, pod, snapshot, feasible)
+        total, per_plugin, raw, st = framework.run_score_keeping_raw(state, pod, snapshot, feasible)
         if not st.ok:
             raise SchedulingError(st)
     if log.isEnabledFor(logging.DEBUG):
         _log_final_scores(pod, snapshot, feasible, total, per_plugin, framework.weights)
     best = np.flatnonzero(total == total.max())
     pick = int(best[search.rng.randrange(len(best))]) if len(best) > 1 else int(best[0])
-    return ScheduleResult(snapshot.view(int(feasible[pick])).name, evaluated, len(feasible))
+    chosen = snapshot.view(int(feasible[pick])).name
+    if batch is not None:
+        others = (
+            _other_candidates(snapshot, feasible, pick, raw, total, search)
+            if signature is not None
+            else None
+        )
+        # an unsigned pod's list is never built: only its length matters (the reason)
+        batch.store_schedule_results(
+            signature, hint, chosen, others, search.cycle, num_others=len(feasible) - 1
+        )
+    return ScheduleResult(chosen, evaluated, len(feasible))
+
+
+def _other_candidates(
+    snapshot: Snapshot,
+    feasible: IntArray,
+    pick: int,
+    raw: Mapping[str, IntArray],
+    total: IntArray,
+    search: SearchState,
+) -> ScoredNodes:
+    """The feasible nodes but the chosen one, for batching (upstream keeps the sorted
+    list after popping the best). Ties among them are broken in a random order, as the
+    pick itself is."""
+    keep = np.ones(len(feasible), dtype=np.bool_)
+    keep[pick] = False
+    slots = feasible[keep]
+    # the table's slot -> name list, read in C (this runs over every feasible node)
+    table_names = snapshot.table.names
+    names = [cast(str, table_names[s]) for s in slots.tolist()]
+    tie = np.random.default_rng(search.rng.getrandbits(64)).random(len(slots))
+    return ScoredNodes(
+        names,
+        slots,
+        snapshot.live_slots(),
+        {k: v[keep] for k, v in raw.items()},
+        total[keep],
+        tie,
+    )
 
 
 def _log_single_feasible(pod: PodInfo, node: str) -> None:

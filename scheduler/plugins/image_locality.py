@@ -8,13 +8,17 @@ import numpy as np
 
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config import names
+from scheduler.framework import signature
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
 from scheduler.framework.interfaces import (
     MAX_NODE_SCORE,
     BatchScorePlugin,
     IntArray,
+    SignFragment,
+    SignPlugin,
 )
+from scheduler.framework.status import Status
 from scheduler.model.pod import PodInfo
 
 MB = 1024 * 1024
@@ -29,7 +33,7 @@ def _priority(sum_scores: IntArray, num_containers: int) -> IntArray:
     return out
 
 
-class ImageLocality(BatchScorePlugin):
+class ImageLocality(BatchScorePlugin, SignPlugin):
     """Batch form only: the score needs the whole snapshot (how many nodes hold each
     image), which the runtime hands to score_batch."""
 
@@ -53,6 +57,11 @@ class ImageLocality(BatchScorePlugin):
             sizes = np.fromiter(holders.values(), dtype=np.float64, count=len(holders))
             np.add.at(acc, idx, (sizes * spread).astype(np.int64))
         return _priority(acc[slots], len(pod.images))
+
+    # ------------------------------------------------------------ sign
+    def sign_pod(self, pod: PodInfo) -> tuple[tuple[SignFragment, ...], Status]:
+        """upstream ImageLocality.SignPod: the set of the pod's normalized image names."""
+        return ((signature.IMAGE_NAMES, signature.image_names_signer(pod)),), Status.success()
 
 
 def new(args: object, handle: Handle) -> ImageLocality:

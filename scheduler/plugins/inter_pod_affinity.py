@@ -26,6 +26,7 @@ from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config import names
 from scheduler.config.plugin_args import InterPodAffinityArgs
+from scheduler.framework import signature
 from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
@@ -42,6 +43,8 @@ from scheduler.framework.interfaces import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignFragment,
+    SignPlugin,
 )
 from scheduler.framework.status import Code, Status
 from scheduler.model.pod import PodInfo
@@ -119,6 +122,7 @@ class InterPodAffinity(
     BatchScorePlugin,
     NormalizeScorePlugin,
     EnqueueExtensions,
+    SignPlugin,
 ):
     name = names.INTER_POD_AFFINITY
 
@@ -384,6 +388,22 @@ class InterPodAffinity(
             ),
             event(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
         ]
+
+    # ------------------------------------------------------------ sign
+    def sign_pod(self, pod: PodInfo) -> tuple[tuple[SignFragment, ...], Status]:
+        """upstream InterPodAffinity.SignPod: a pod with (anti-)affinity terms is not
+        signable; otherwise its labels (existing pods' terms may select it), unless
+        ignorePreferredTermsOfExistingPods makes them irrelevant."""
+        if (
+            pod.required_affinity
+            or pod.required_anti_affinity
+            or pod.preferred_affinity
+            or pod.preferred_anti_affinity
+        ):
+            return (), Status.unschedulable("pods with InterPodAffinity are not signable")
+        if self.args.ignore_preferred_terms_of_existing_pods:
+            return (), Status.success()
+        return ((signature.LABELS, signature.labels_signer(pod)),), Status.success()
 
 
 def new(args: InterPodAffinityArgs | None, handle: Handle) -> InterPodAffinity:

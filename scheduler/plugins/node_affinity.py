@@ -19,6 +19,7 @@ from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config import names
 from scheduler.config.args import NodeAffinityArgs
+from scheduler.framework import signature
 from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
@@ -33,6 +34,8 @@ from scheduler.framework.interfaces import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignFragment,
+    SignPlugin,
 )
 from scheduler.framework.status import Code, Status
 from scheduler.model.node import NodeInfo
@@ -55,6 +58,7 @@ class NodeAffinity(
     BatchScorePlugin,
     NormalizeScorePlugin,
     EnqueueExtensions,
+    SignPlugin,
 ):
     name = names.NODE_AFFINITY
 
@@ -159,6 +163,14 @@ class NodeAffinity(
             return SKIP
 
         return [event(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL, hint)]
+
+    # ------------------------------------------------------------ sign
+    def sign_pod(self, pod: PodInfo) -> tuple[tuple[SignFragment, ...], Status]:
+        """upstream NodeAffinity.SignPod: the pod's node affinity and nodeSelector."""
+        return (
+            (signature.NODE_AFFINITY, signature.node_affinity_signer(pod)),
+            (signature.NODE_SELECTOR, signature.sorted_mapping(pod.node_selector)),
+        ), Status.success()
 
 
 def new(args: NodeAffinityArgs | None, handle: Handle) -> NodeAffinity:

@@ -7,6 +7,7 @@ from typing import Any
 from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config import names
+from scheduler.framework import signature
 from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
@@ -15,6 +16,8 @@ from scheduler.framework.interfaces import (
     BatchFilterResult,
     EnqueueExtensions,
     IntArray,
+    SignFragment,
+    SignPlugin,
 )
 from scheduler.framework.status import Status
 from scheduler.model.node import NodeInfo
@@ -28,7 +31,7 @@ def _named_node_added(pod: PodInfo, old: Any, new: Any) -> Any:
     return QUEUE if isinstance(new, NodeInfo) and new.name == pod.node_name else SKIP
 
 
-class NodeName(BatchFilterPlugin, EnqueueExtensions):
+class NodeName(BatchFilterPlugin, EnqueueExtensions, SignPlugin):
     name = names.NODE_NAME
 
     def __init__(self) -> None:
@@ -49,6 +52,11 @@ class NodeName(BatchFilterPlugin, EnqueueExtensions):
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [event(EventResource.NODE, ActionType.ADD, _named_node_added)]
+
+    # ------------------------------------------------------------ sign
+    def sign_pod(self, pod: PodInfo) -> tuple[tuple[SignFragment, ...], Status]:
+        """upstream NodeName.SignPod: the pod's spec.nodeName."""
+        return ((signature.NODE_NAME, pod.node_name),), Status.success()
 
 
 def new(args: object, handle: Handle) -> NodeName:

@@ -8,6 +8,7 @@ from typing import Any
 from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config import names
+from scheduler.framework import signature
 from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
@@ -16,6 +17,8 @@ from scheduler.framework.interfaces import (
     FilterPlugin,
     PreFilterPlugin,
     PreFilterResult,
+    SignFragment,
+    SignPlugin,
 )
 from scheduler.framework.status import Code, Status
 from scheduler.model.pod import HostPort, PodInfo
@@ -39,7 +42,7 @@ def _freed_ports(pod: PodInfo, old: Any, new: Any) -> Any:
     return SKIP
 
 
-class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
+class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlugin):
     name = names.NODE_PORTS
 
     def __init__(self) -> None:
@@ -62,6 +65,11 @@ class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
             event(EventResource.ASSIGNED_POD, ActionType.DELETE, _freed_ports),
             event(EventResource.NODE, ActionType.ADD),
         ]
+
+    # ------------------------------------------------------------ sign
+    def sign_pod(self, pod: PodInfo) -> tuple[tuple[SignFragment, ...], Status]:
+        """upstream NodePorts.SignPod: the pod's host ports."""
+        return ((signature.HOST_PORTS, signature.host_ports_signer(pod)),), Status.success()
 
 
 def new(args: object, handle: Handle) -> NodePorts:

@@ -24,6 +24,7 @@ from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config import names
 from scheduler.config.args import NodeResourcesBalancedAllocationArgs
+from scheduler.framework import signature
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
 from scheduler.framework.interfaces import (
@@ -32,6 +33,8 @@ from scheduler.framework.interfaces import (
     IntArray,
     PreScorePlugin,
     ScorePlugin,
+    SignFragment,
+    SignPlugin,
 )
 from scheduler.framework.status import Code, Status
 from scheduler.model.pod import PodInfo
@@ -82,7 +85,7 @@ def balanced_score(requested: IntArray, allocated: IntArray, alloc: IntArray) ->
     return out
 
 
-class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, BatchScorePlugin):
+class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, BatchScorePlugin, SignPlugin):
     name = names.NODE_RESOURCES_BALANCED_ALLOCATION
 
     def __init__(self, args: NodeResourcesBalancedAllocationArgs) -> None:
@@ -112,6 +115,12 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, BatchScorePlu
     ) -> IntArray:
         alloc, req = alloc_and_requested(snapshot, slots, pod, self._resources, True)
         return self._score(pod, alloc, req)
+
+    # ------------------------------------------------------------ sign
+    def sign_pod(self, pod: PodInfo) -> tuple[tuple[SignFragment, ...], Status]:
+        """upstream BalancedAllocation.SignPod: the pod's resource requests, overhead included
+        (extended resources backed by dynamic resource allocation are not modelled)."""
+        return ((signature.RESOURCES, signature.resources_signer(pod)),), Status.success()
 
 
 def new(

@@ -27,6 +27,7 @@ from scheduler.config.args import (
     NodeResourcesFitArgs,
     UtilizationShapePoint,
 )
+from scheduler.framework import signature
 from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
@@ -41,6 +42,8 @@ from scheduler.framework.interfaces import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignFragment,
+    SignPlugin,
 )
 from scheduler.framework.status import Status
 from scheduler.model.node import NodeInfo
@@ -69,6 +72,7 @@ class NodeResourcesFit(
     ScorePlugin,
     BatchScorePlugin,
     EnqueueExtensions,
+    SignPlugin,
 ):
     name = names.NODE_RESOURCES_FIT
 
@@ -227,6 +231,12 @@ class NodeResourcesFit(
                 EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE, node_fits
             ),
         ]
+
+    # ------------------------------------------------------------ sign
+    def sign_pod(self, pod: PodInfo) -> tuple[tuple[SignFragment, ...], Status]:
+        """upstream Fit.SignPod: the pod's resource requests, overhead included
+        (extended resources backed by dynamic resource allocation are not modelled)."""
+        return ((signature.RESOURCES, signature.resources_signer(pod)),), Status.success()
 
 
 def _broken_linear(util: IntArray, shape: tuple[UtilizationShapePoint, ...]) -> IntArray:

@@ -10,6 +10,7 @@ import numpy as np
 from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config import names
+from scheduler.framework import signature
 from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
@@ -18,6 +19,8 @@ from scheduler.framework.interfaces import (
     BatchFilterResult,
     EnqueueExtensions,
     IntArray,
+    SignFragment,
+    SignPlugin,
 )
 from scheduler.framework.status import Status
 from scheduler.model.node import NodeInfo
@@ -39,7 +42,7 @@ def _node_became_schedulable(pod: PodInfo, old: Any, new: Any) -> Any:
     return SKIP
 
 
-class NodeUnschedulable(BatchFilterPlugin, EnqueueExtensions):
+class NodeUnschedulable(BatchFilterPlugin, EnqueueExtensions, SignPlugin):
     name = names.NODE_UNSCHEDULABLE
 
     def __init__(self) -> None:
@@ -68,6 +71,11 @@ class NodeUnschedulable(BatchFilterPlugin, EnqueueExtensions):
                 _node_became_schedulable,
             )
         ]
+
+    # ------------------------------------------------------------ sign
+    def sign_pod(self, pod: PodInfo) -> tuple[tuple[SignFragment, ...], Status]:
+        """upstream NodeUnschedulable.SignPod: the pod's tolerations."""
+        return ((signature.TOLERATIONS, signature.tolerations_signer(pod)),), Status.success()
 
 
 def new(args: object, handle: Handle) -> NodeUnschedulable:

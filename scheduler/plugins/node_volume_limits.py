@@ -22,6 +22,7 @@ from typing import Any
 from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config import names
+from scheduler.framework import signature
 from scheduler.framework.cluster_event import (
     ActionType,
     ClusterEventWithHint,
@@ -35,6 +36,8 @@ from scheduler.framework.interfaces import (
     EnqueueExtensions,
     PreFilterPlugin,
     PreFilterResult,
+    SignFragment,
+    SignPlugin,
 )
 from scheduler.framework.status import Code, Status
 from scheduler.model.csi import CSINodeInfo
@@ -75,6 +78,7 @@ class NodeVolumeLimits(
     PreFilterPlugin,
     BatchFilterPlugin,
     EnqueueExtensions,
+    SignPlugin,
 ):
     name = names.NODE_VOLUME_LIMITS
 
@@ -198,6 +202,11 @@ class NodeVolumeLimits(
             event(EventResource.PVC, ActionType.ADD, _pvc_added),
             event(EventResource.VOLUME_ATTACHMENT, ActionType.DELETE, _attachment_deleted),
         ]
+
+    # ------------------------------------------------------------ sign
+    def sign_pod(self, pod: PodInfo) -> tuple[tuple[SignFragment, ...], Status]:
+        """upstream CSILimits.SignPod: the pod's volume sources."""
+        return ((signature.VOLUMES, signature.volumes_signer(pod)),), Status.success()
 
 
 def _counts(node: CSINodeInfo) -> dict[str, int]:

@@ -45,6 +45,8 @@ from scheduler.framework.interfaces import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignFragment,
+    SignPlugin,
 )
 from scheduler.framework.status import Code, Status
 from scheduler.model.node import LABEL_HOSTNAME, LABEL_ZONE
@@ -200,6 +202,7 @@ class PodTopologySpread(
     BatchScorePlugin,
     NormalizeScorePlugin,
     EnqueueExtensions,
+    SignPlugin,
 ):
     name = names.POD_TOPOLOGY_SPREAD
 
@@ -454,6 +457,19 @@ class PodTopologySpread(
                 | ActionType.UPDATE_NODE_TAINT,
             ),
         ]
+
+    # ------------------------------------------------------------ sign
+    def sign_pod(self, pod: PodInfo) -> tuple[tuple[SignFragment, ...], Status]:
+        """upstream PodTopologySpread.SignPod: a pod with its own constraints is not
+        signable, and no pod is while the plugin has default constraints (System
+        defaulting, upstream's default, always has them)."""
+        if pod.spread_constraints:
+            return (), Status.unschedulable("pods with topology constraints are not signable")
+        if self.args.defaulting_type == DEFAULTING_SYSTEM or self.args.default_constraints:
+            return (), Status.unschedulable(
+                "pods with default topology constraints are not signable"
+            )
+        return (), Status.success()
 
 
 def new(args: PodTopologySpreadArgs | None, handle: Handle) -> PodTopologySpread:

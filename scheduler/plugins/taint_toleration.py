@@ -17,6 +17,7 @@ import numpy as np
 from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config import names
+from scheduler.framework import signature
 from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
@@ -29,6 +30,8 @@ from scheduler.framework.interfaces import (
     NormalizeScorePlugin,
     PreScorePlugin,
     ScorePlugin,
+    SignFragment,
+    SignPlugin,
 )
 from scheduler.framework.status import Status
 from scheduler.model.node import NodeInfo
@@ -71,6 +74,7 @@ class TaintToleration(
     BatchScorePlugin,
     NormalizeScorePlugin,
     EnqueueExtensions,
+    SignPlugin,
 ):
     name = names.TAINT_TOLERATION
 
@@ -128,6 +132,11 @@ class TaintToleration(
                 _pod_toleration_changed,
             ),
         ]
+
+    # ------------------------------------------------------------ sign
+    def sign_pod(self, pod: PodInfo) -> tuple[tuple[SignFragment, ...], Status]:
+        """upstream TaintToleration.SignPod: the pod's tolerations."""
+        return ((signature.TOLERATIONS, signature.tolerations_signer(pod)),), Status.success()
 
 
 def new(args: object, handle: Handle) -> TaintToleration:

@@ -24,6 +24,7 @@ from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config import names
 from scheduler.config.plugin_args import UtilizationShapePoint, VolumeBindingArgs
+from scheduler.framework import signature
 from scheduler.framework.cluster_event import (
     ActionType,
     ClusterEventWithHint,
@@ -45,6 +46,8 @@ from scheduler.framework.interfaces import (
     PreScorePlugin,
     ReservePlugin,
     ScorePlugin,
+    SignFragment,
+    SignPlugin,
 )
 from scheduler.framework.status import Code, Status
 from scheduler.model.csi import CSIDriverInfo, CSINodeInfo, CSIStorageCapacityInfo
@@ -119,6 +122,7 @@ class VolumeBinding(
     ReservePlugin,
     PreBindPlugin,
     EnqueueExtensions,
+    SignPlugin,
 ):
     name = names.VOLUME_BINDING
 
@@ -329,6 +333,11 @@ class VolumeBinding(
                 _capacity_hint,
             ),
         ]
+
+    # ------------------------------------------------------------ sign
+    def sign_pod(self, pod: PodInfo) -> tuple[tuple[SignFragment, ...], Status]:
+        """upstream VolumeBinding.SignPod: the pod's volume sources."""
+        return ((signature.VOLUMES, signature.volumes_signer(pod)),), Status.success()
 
 
 def _round_half_away(total: int, n: int) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config import names
+from scheduler.framework import signature
 from scheduler.framework.cluster_event import (
     ActionType,
     ClusterEventWithHint,
@@ -30,6 +31,8 @@ from scheduler.framework.interfaces import (
     PreFilterExtensions,
     PreFilterPlugin,
     PreFilterResult,
+    SignFragment,
+    SignPlugin,
 )
 from scheduler.framework.status import Code, Status
 from scheduler.model.pod import PodInfo
@@ -84,6 +87,7 @@ class VolumeRestrictions(
     PreFilterExtensions,
     BatchFilterPlugin,
     EnqueueExtensions,
+    SignPlugin,
 ):
     name = names.VOLUME_RESTRICTIONS
 
@@ -145,6 +149,11 @@ class VolumeRestrictions(
             event(EventResource.NODE, ActionType.ADD),
             event(EventResource.PVC, ActionType.ADD, pvc_of_pod_changed),
         ]
+
+    # ------------------------------------------------------------ sign
+    def sign_pod(self, pod: PodInfo) -> tuple[tuple[SignFragment, ...], Status]:
+        """upstream VolumeRestrictions.SignPod: the pod's volume sources."""
+        return ((signature.VOLUMES, signature.volumes_signer(pod)),), Status.success()
 
 
 def _disks_free(pod: PodInfo, others: Any) -> bool:

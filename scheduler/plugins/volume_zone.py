@@ -16,6 +16,7 @@ from typing import Any
 from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config import names
+from scheduler.framework import signature
 from scheduler.framework.cluster_event import (
     ActionType,
     ClusterEventWithHint,
@@ -29,6 +30,8 @@ from scheduler.framework.interfaces import (
     EnqueueExtensions,
     PreFilterPlugin,
     PreFilterResult,
+    SignFragment,
+    SignPlugin,
 )
 from scheduler.framework.status import Code, Status
 from scheduler.model.pod import PodInfo
@@ -82,6 +85,7 @@ class VolumeZone(
     PreFilterPlugin,
     BatchFilterPlugin,
     EnqueueExtensions,
+    SignPlugin,
 ):
     name = names.VOLUME_ZONE
 
@@ -152,6 +156,11 @@ class VolumeZone(
             event(EventResource.PVC, ActionType.ADD | ActionType.UPDATE, pvc_of_pod_changed),
             event(EventResource.PV, ActionType.ADD | ActionType.UPDATE, _pv_changed),
         ]
+
+    # ------------------------------------------------------------ sign
+    def sign_pod(self, pod: PodInfo) -> tuple[tuple[SignFragment, ...], Status]:
+        """upstream VolumeZone.SignPod: the pod's volume sources."""
+        return ((signature.VOLUMES, signature.volumes_signer(pod)),), Status.success()
 
 
 def _sc_added(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
