@@ -6,7 +6,11 @@ last update, so a cycle after one bind touches one row, not 5000. The snapshot h
 - `views[slot]`: a NodeView clone per node, for per-node plugins;
 - slots having pods with (anti-)affinity, for InterPodAffinity;
 - a pod label index (key -> value -> slot -> {uid: pod}) so a selector with a
-  positive requirement (matchLabels, In, Exists) visits only candidate pods.
+  positive requirement (matchLabels, In, Exists) visits only candidate pods;
+- the existing pods' pod (anti)-affinity terms grouped by identity (`pod_terms[kind]`:
+  (term, weight) -> {slot: how many times pods there carry it}), so InterPodAffinity
+  matches the incoming pod once per distinct term rather than once per pod (a
+  Deployment's replicas share their terms).
 """
 
 from __future__ import annotations
@@ -16,7 +20,17 @@ from collections.abc import Iterator
 from scheduler.cache.node_table import IntArray, NodeTable
 from scheduler.cache.node_view import NodeView
 from scheduler.model.pod import PodInfo
+from scheduler.model.pod_affinity import AffinityTerm
 from scheduler.model.selectors import LabelSelector
+
+# the kinds of an existing pod's term in Snapshot.pod_terms
+REQUIRED_AFFINITY = 0
+REQUIRED_ANTI_AFFINITY = 1
+PREFERRED_AFFINITY = 2
+PREFERRED_ANTI_AFFINITY = 3
+
+# (term, weight); weight 0 for the required kinds
+TermKey = tuple[AffinityTerm, int]
 
 
 class Snapshot:
@@ -27,6 +41,7 @@ class Snapshot:
         self.with_affinity: set[int] = set()
         self.with_required_anti_affinity: set[int] = set()
         self._pod_index: dict[str, dict[str, dict[int, dict[str, PodInfo]]]] = {}
+        self.pod_terms: tuple[dict[TermKey, dict[int, int]], ...] = ({}, {}, {}, {})
 
     # ------------------------------------------------------------ reads
     @property
@@ -122,6 +137,29 @@ class Snapshot:
                             if not by_value:
                                 del index[k]
 
+    def _index_terms(self, slot: int, view: NodeView, delta: int) -> None:
+        for pod in view.pods.values():
+            if not pod.has_pod_affinity:
+                continue
+            keys: list[tuple[int, TermKey]] = [
+                (REQUIRED_AFFINITY, (t, 0)) for t in pod.required_affinity
+            ]
+            keys += [(REQUIRED_ANTI_AFFINITY, (t, 0)) for t in pod.required_anti_affinity]
+            keys += [(PREFERRED_AFFINITY, (w.term, w.weight)) for w in pod.preferred_affinity]
+            keys += [
+                (PREFERRED_ANTI_AFFINITY, (w.term, w.weight)) for w in pod.preferred_anti_affinity
+            ]
+            for kind, key in keys:
+                terms = self.pod_terms[kind]
+                by_slot = terms.setdefault(key, {})
+                n = by_slot.get(slot, 0) + delta
+                if n:
+                    by_slot[slot] = n
+                else:
+                    del by_slot[slot]
+                    if not by_slot:
+                        del terms[key]
+
     def _set(self, name: str, view: NodeView) -> None:
         table = self.table
         slot = table.allocate(name)
@@ -130,9 +168,13 @@ class Snapshot:
         old = self.views[slot]
         if old is not None:
             self._index_pods(slot, old, -1)
+            if old.with_affinity:
+                self._index_terms(slot, old, -1)
         new = view.clone()
         self.views[slot] = new
         self._index_pods(slot, new, +1)
+        if new.with_affinity:
+            self._index_terms(slot, new, +1)
         table.set_row(slot, new)
         _toggle(self.with_affinity, slot, new.with_affinity > 0)
         _toggle(self.with_required_anti_affinity, slot, new.with_required_anti_affinity > 0)
@@ -144,6 +186,8 @@ class Snapshot:
         old = self.views[slot]
         if old is not None:
             self._index_pods(slot, old, -1)
+            if old.with_affinity:
+                self._index_terms(slot, old, -1)
         self.views[slot] = None
         self.table.release(name)
         self.with_affinity.discard(slot)
