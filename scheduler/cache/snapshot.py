@@ -7,6 +7,10 @@ last update, so a cycle after one bind touches one row, not 5000. The snapshot h
 - slots having pods with (anti-)affinity, for InterPodAffinity;
 - a pod label index (key -> value -> slot -> {uid: pod}) so a selector with a
   positive requirement (matchLabels, In, Exists) visits only candidate pods;
+- the pods grouped by what a label selector reads (`candidate_groups`: namespace,
+  labels, terminating or not) with their count per slot, so PodTopologySpread and
+  InterPodAffinity match a selector once per group rather than once per pod (a
+  Deployment's replicas are one group);
 - the existing pods' pod (anti)-affinity terms grouped by identity (`pod_terms[kind]`:
   (term, weight) -> {slot: how many times pods there carry it}), so InterPodAffinity
   matches the incoming pod once per distinct term rather than once per pod (a
@@ -15,7 +19,7 @@ last update, so a cycle after one bind touches one row, not 5000. The snapshot h
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from scheduler.cache.node_table import IntArray, NodeTable
 from scheduler.cache.node_view import NodeView
@@ -33,6 +37,22 @@ PREFERRED_ANTI_AFFINITY = 3
 TermKey = tuple[AffinityTerm, int]
 
 
+class PodGroup:
+    """Pods a label selector cannot tell apart: one namespace, one label set, all
+    terminating or none; `slots` counts them per node slot."""
+
+    __slots__ = ("labels", "namespace", "slots", "terminating")
+
+    def __init__(self, namespace: str, labels: Mapping[str, str], terminating: bool) -> None:
+        self.namespace = namespace
+        self.labels = labels
+        self.terminating = terminating
+        self.slots: dict[int, int] = {}
+
+
+GroupKey = tuple[str, frozenset[tuple[str, str]], bool]
+
+
 class Snapshot:
     def __init__(self) -> None:
         self.table = NodeTable()
@@ -41,6 +61,8 @@ class Snapshot:
         self.with_affinity: set[int] = set()
         self.with_required_anti_affinity: set[int] = set()
         self._pod_index: dict[str, dict[str, dict[int, dict[str, PodInfo]]]] = {}
+        self._groups: dict[GroupKey, PodGroup] = {}
+        self._group_index: dict[str, dict[str, set[GroupKey]]] = {}  # label -> value -> groups
         self.pod_terms: tuple[dict[TermKey, dict[int, int]], ...] = ({}, {}, {}, {})
 
     # ------------------------------------------------------------ reads
@@ -112,6 +134,28 @@ class Snapshot:
             for pod in v.pods.values():
                 yield s, pod
 
+    def candidate_groups(self, selector: LabelSelector) -> list[PodGroup]:
+        """The pod groups that may match `selector` (a superset, as candidate_pods)."""
+        if selector.match_nothing:
+            return []
+        best: set[GroupKey] | None = None
+        for key, value in selector.positive_pairs():
+            by_value = self._group_index.get(key)
+            if by_value is None:
+                return []
+            if value is None:
+                found: set[GroupKey] = set().union(*by_value.values())
+            else:
+                found = by_value.get(value, set())
+            if not found:
+                return []
+            if best is None or len(found) < len(best):
+                best = found
+        groups = self._groups
+        if best is None:
+            return list(groups.values())
+        return [groups[k] for k in best]
+
     # ------------------------------------------------------------ writes (by the cache)
     def _index_pods(self, slot: int, view: NodeView, delta: int) -> None:
         index = self._pod_index
@@ -136,6 +180,36 @@ class Snapshot:
                             del by_value[v]
                             if not by_value:
                                 del index[k]
+
+    def _index_groups(self, slot: int, view: NodeView, delta: int) -> None:
+        groups = self._groups
+        for pod in view.pods.values():
+            terminating = pod.deletion_timestamp is not None
+            key = (pod.namespace, frozenset(pod.labels.items()), terminating)
+            group = groups.get(key)
+            if group is None:
+                if delta < 0:
+                    continue
+                group = PodGroup(pod.namespace, pod.labels, terminating)
+                groups[key] = group
+                for k, v in pod.labels.items():
+                    self._group_index.setdefault(k, {}).setdefault(v, set()).add(key)
+            n = group.slots.get(slot, 0) + delta
+            if n:
+                group.slots[slot] = n
+                continue
+            group.slots.pop(slot, None)
+            if group.slots:
+                continue
+            del groups[key]
+            for k, v in pod.labels.items():
+                by_value = self._group_index[k]
+                keys = by_value[v]
+                keys.discard(key)
+                if not keys:
+                    del by_value[v]
+                    if not by_value:
+                        del self._group_index[k]
 
     def _index_terms(self, slot: int, view: NodeView, delta: int) -> None:
         for pod in view.pods.values():
@@ -168,11 +242,13 @@ class Snapshot:
         old = self.views[slot]
         if old is not None:
             self._index_pods(slot, old, -1)
+            self._index_groups(slot, old, -1)
             if old.with_affinity:
                 self._index_terms(slot, old, -1)
         new = view.clone()
         self.views[slot] = new
         self._index_pods(slot, new, +1)
+        self._index_groups(slot, new, +1)
         if new.with_affinity:
             self._index_terms(slot, new, +1)
         table.set_row(slot, new)
@@ -186,6 +262,7 @@ class Snapshot:
         old = self.views[slot]
         if old is not None:
             self._index_pods(slot, old, -1)
+            self._index_groups(slot, old, -1)
             if old.with_affinity:
                 self._index_terms(slot, old, -1)
         self.views[slot] = None

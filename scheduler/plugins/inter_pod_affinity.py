@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ from scheduler.cache.snapshot import (
     PREFERRED_ANTI_AFFINITY,
     REQUIRED_AFFINITY,
     REQUIRED_ANTI_AFFINITY,
+    PodGroup,
     Snapshot,
 )
 from scheduler.config import names
@@ -54,7 +56,7 @@ from scheduler.model.pod import PodInfo
 from scheduler.model.pod_affinity import AffinityTerm, WeightedAffinityTerm
 from scheduler.model.selectors import LabelSelector
 from scheduler.plugins.helpers import QUEUE, SKIP, event
-from scheduler.plugins.topology_counts import DomainCounts, slots_and_counts
+from scheduler.plugins.topology_counts import DomainCounts, group_counts, slots_and_counts
 
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
@@ -111,9 +113,10 @@ def _add_group(counts: DomainCounts, key: str, by_slot: Mapping[int, int], weigh
     return counts.add_slots(key, slots, n * weight)
 
 
-def _add_pods(counts: DomainCounts, key: str, slots: list[int], weight: int) -> bool:
-    """Pods found one by one (their slots, repeated per pod)."""
-    return counts.add_slots(key, np.asarray(slots, dtype=np.int64), weight)
+def _own_term_matches(t: AffinityTerm, group: PodGroup) -> bool:
+    """The pod's own term (namespaceSelector already merged into its namespaces, so
+    no namespace labels: upstream passes nil) against a group of existing pods."""
+    return t.matches_labels(group.namespace, group.labels, None)
 
 
 class InterPodAffinity(
@@ -191,18 +194,20 @@ class InterPodAffinity(
             if t.matches(pod, ns_labels):
                 _add_group(s.existing_anti, t.topology_key, by_slot, 1)
         # upstream getIncomingAffinityAntiAffinityCounts: every existing pod matching all
-        # affinity terms counts once per term; each anti-affinity term counts its own
+        # affinity terms counts once per term; each anti-affinity term counts its own.
+        # Pods are matched a group at a time (same namespace and labels).
         if aff:
-            hits = [
-                slot
-                for slot, p in snapshot.candidate_pods(aff[0].selector)
-                if all(t.matches(p, None) for t in aff)
-            ]
+            slots, n = group_counts(
+                snapshot.candidate_groups(aff[0].selector),
+                lambda g: all(_own_term_matches(t, g) for t in aff),
+            )
             for t in aff:
-                _add_pods(s.affinity_counts, t.topology_key, hits, 1)
+                s.affinity_counts.add_slots(t.topology_key, slots, n)
         for t in anti:
-            hits = [slot for slot, p in snapshot.candidate_pods(t.selector) if t.matches(p, None)]
-            _add_pods(s.anti_counts, t.topology_key, hits, 1)
+            slots, n = group_counts(
+                snapshot.candidate_groups(t.selector), partial(_own_term_matches, t)
+            )
+            s.anti_counts.add_slots(t.topology_key, slots, n)
         state.write(_FILTER_KEY, s)
         return None, Status.success()
 
@@ -284,10 +289,10 @@ class InterPodAffinity(
         for multiplier, terms in ((1, pod.preferred_affinity), (-1, pod.preferred_anti_affinity)):
             for wt in self._resolve_weighted(terms):
                 t = wt.term
-                found = [
-                    slot for slot, p in snapshot.candidate_pods(t.selector) if t.matches(p, None)
-                ]
-                hit |= _add_pods(scores, t.topology_key, found, wt.weight * multiplier)
+                slots, n = group_counts(
+                    snapshot.candidate_groups(t.selector), partial(_own_term_matches, t)
+                )
+                hit |= scores.add_slots(t.topology_key, slots, n * (wt.weight * multiplier))
         # existing pods' terms against the pod: each distinct term matched once, its pods
         # adding the weight at their nodes' domains (the rest of processExistingPod)
         ns_labels = self._ns_labels(pod.namespace)

@@ -58,6 +58,7 @@ from scheduler.model.pod_spread import (
 from scheduler.model.selectors import LabelSelector
 from scheduler.model.taints import NO_EXECUTE, NO_SCHEDULE, find_untolerated
 from scheduler.plugins.helpers import QUEUE, SKIP, event
+from scheduler.plugins.topology_counts import group_counts
 
 REASON_CONSTRAINTS = "node(s) didn't match pod topology spread constraints"
 REASON_MISSING_LABEL = REASON_CONSTRAINTS + " (missing required label)"
@@ -78,14 +79,13 @@ def _per_slot_counts(snapshot: Snapshot, selector: LabelSelector, namespace: str
     (preemption dry runs), the pods added or removed."""
     if selector.is_everything:
         return np.zeros(snapshot.table.capacity, dtype=np.int64)
-    slots = [
-        slot
-        for slot, p in snapshot.candidate_pods(selector)
-        if p.namespace == namespace and p.deletion_timestamp is None and selector.matches(p.labels)
-    ]
-    out: IntArray = np.bincount(
-        np.asarray(slots, dtype=np.int64), minlength=snapshot.table.capacity
-    ).astype(np.int64)
+    # a group at a time: its pods share namespace, labels and terminating state
+    slots, n = group_counts(
+        snapshot.candidate_groups(selector),
+        lambda g: g.namespace == namespace and not g.terminating and selector.matches(g.labels),
+    )
+    out: IntArray = np.zeros(snapshot.table.capacity, dtype=np.int64)
+    np.add.at(out, slots, n)
     return out
 
 

@@ -11,11 +11,12 @@ snapshot could carry one) is kept aside in a small map so nothing is lost.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 
 from scheduler.cache.node_table import BoolArray, IntArray, NodeTable
+from scheduler.cache.snapshot import PodGroup
 
 Pair = tuple[str, str]
 
@@ -26,6 +27,23 @@ def slots_and_counts(by_slot: Mapping[int, int]) -> tuple[IntArray, IntArray]:
     slots = np.fromiter(by_slot.keys(), dtype=np.int64, count=n)
     counts = np.fromiter(by_slot.values(), dtype=np.int64, count=n)
     return slots, counts
+
+
+def group_counts(
+    groups: Iterable[PodGroup], wanted: Callable[[PodGroup], bool]
+) -> tuple[IntArray, IntArray]:
+    """The slots of the wanted groups' pods and how many there, as two aligned arrays
+    (a slot may repeat, once per group)."""
+    parts = [slots_and_counts(g.slots) for g in groups if wanted(g)]
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    if len(parts) == 1:
+        return parts[0]
+    return (
+        np.concatenate([p[0] for p in parts]),
+        np.concatenate([p[1] for p in parts]),
+    )
 
 
 class DomainCounts:
