@@ -19,7 +19,7 @@ last update, so a cycle after one bind touches one row, not 5000. The snapshot h
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from scheduler.cache.node_table import IntArray, NodeTable
 from scheduler.cache.node_view import NodeView
@@ -181,9 +181,9 @@ class Snapshot:
                             if not by_value:
                                 del index[k]
 
-    def _index_groups(self, slot: int, view: NodeView, delta: int) -> None:
+    def _index_groups(self, slot: int, pods: Iterable[PodInfo], delta: int) -> None:
         groups = self._groups
-        for pod in view.pods.values():
+        for pod in pods:
             terminating = pod.deletion_timestamp is not None
             key = (pod.namespace, frozenset(pod.labels.items()), terminating)
             group = groups.get(key)
@@ -211,8 +211,8 @@ class Snapshot:
                     if not by_value:
                         del self._group_index[k]
 
-    def _index_terms(self, slot: int, view: NodeView, delta: int) -> None:
-        for pod in view.pods.values():
+    def _index_terms(self, slot: int, pods: Iterable[PodInfo], delta: int) -> None:
+        for pod in pods:
             if not pod.has_pod_affinity:
                 continue
             keys: list[tuple[int, TermKey]] = [
@@ -242,15 +242,18 @@ class Snapshot:
         old = self.views[slot]
         if old is not None:
             self._index_pods(slot, old, -1)
-            self._index_groups(slot, old, -1)
-            if old.with_affinity:
-                self._index_terms(slot, old, -1)
         new = view.clone()
         self.views[slot] = new
         self._index_pods(slot, new, +1)
-        self._index_groups(slot, new, +1)
-        if new.with_affinity:
-            self._index_terms(slot, new, +1)
+        # groups and terms: only the pods that changed (a PodInfo is immutable, so the
+        # same object is the same pod record)
+        old_pods = old.pods if old is not None else {}
+        gone = [p for uid, p in old_pods.items() if new.pods.get(uid) is not p]
+        came = [p for uid, p in new.pods.items() if old_pods.get(uid) is not p]
+        self._index_groups(slot, gone, -1)
+        self._index_groups(slot, came, +1)
+        self._index_terms(slot, gone, -1)
+        self._index_terms(slot, came, +1)
         table.set_row(slot, new)
         _toggle(self.with_affinity, slot, new.with_affinity > 0)
         _toggle(self.with_required_anti_affinity, slot, new.with_required_anti_affinity > 0)
@@ -262,9 +265,8 @@ class Snapshot:
         old = self.views[slot]
         if old is not None:
             self._index_pods(slot, old, -1)
-            self._index_groups(slot, old, -1)
-            if old.with_affinity:
-                self._index_terms(slot, old, -1)
+            self._index_groups(slot, old.pods.values(), -1)
+            self._index_terms(slot, old.pods.values(), -1)
         self.views[slot] = None
         self.table.release(name)
         self.with_affinity.discard(slot)
