@@ -1,13 +1,17 @@
 """InterPodAffinity: required pod affinity / anti-affinity (Filter), existing pods'
 required anti-affinity against the incoming pod (Filter), preferred terms and existing
-pods' terms (Score), as upstream.
+pods' terms (Score), as upstream (pkg/scheduler/framework/plugins/interpodaffinity/
+filtering.go, scoring.go).
 
-PreFilter counts, per topology pair (key, value): existing pods matching all of the
-pod's affinity terms, existing pods matching each anti-affinity term, and existing pods
-whose anti-affinity terms match the pod. Candidate pods come from the snapshot's pod
-label index, so a term with matchLabels visits only the pods carrying that label.
-The batch filter turns the counts into allowed/forbidden label codes and compares whole
-columns; the per-node form reads the same counts (kept right by AddPod/RemovePod).
+Counts per topology domain are arrays (topology_counts.DomainCounts, indexed by the node
+table's label codes), never per node in Python:
+- the pod's own terms are matched against the snapshot's pod groups (pods alike in
+  namespace and labels, with their count per node), so a Deployment's replicas are
+  matched once; the matching groups' slots are summed into the domains with numpy;
+- existing pods' terms come grouped by identity from the snapshot (`pod_terms`), so
+  each distinct term is matched against the incoming pod once;
+- Filter and Score over the candidate nodes are gathers `counts[codes[slots]]`; the
+  per-node forms read the same counts (kept right by AddPod/RemovePod in dry runs).
 
 namespaceSelector: the pod's own terms are resolved against the namespace lister once
 per cycle; existing pods' terms are matched with the incoming pod's namespace labels.
@@ -297,18 +301,15 @@ class InterPodAffinity(
         # adding the weight at their nodes' domains (the rest of processExistingPod)
         ns_labels = self._ns_labels(pod.namespace)
         hard = self.args.hard_pod_affinity_weight
-        groups = (
-            (REQUIRED_AFFINITY, 1 if hard > 0 else 0),
-            (PREFERRED_AFFINITY, 1),
-            (PREFERRED_ANTI_AFFINITY, -1),
-        )
-        for kind, sign in groups:
-            if sign == 0:
-                continue
-            for (t, weight), by_slot in snapshot.pod_terms[kind].items():
+        terms_of = snapshot.pod_terms
+        if hard > 0:
+            for (t, _), by_slot in terms_of[REQUIRED_AFFINITY].items():
                 if t.matches(pod, ns_labels):
-                    w = hard if kind == REQUIRED_AFFINITY else weight * sign
-                    hit |= _add_group(scores, t.topology_key, by_slot, w)
+                    hit |= _add_group(scores, t.topology_key, by_slot, hard)
+        for kind, sign in ((PREFERRED_AFFINITY, 1), (PREFERRED_ANTI_AFFINITY, -1)):
+            for (t, weight), by_slot in terms_of[kind].items():
+                if t.matches(pod, ns_labels):
+                    hit |= _add_group(scores, t.topology_key, by_slot, weight * sign)
         # upstream: Skip when no term matched a pod on a node carrying its topology key
         if not hit:
             return Status(Code.SKIP)

@@ -6,7 +6,11 @@ using the selector of the workload owning it (WorkloadSelectorLister on the hand
 
 State is kept per constraint as arrays indexed by the topology key's label codes
 (count of matching pods per domain, which domains are eligible), so the batch filter is
-a gather and a compare; AddPod/RemovePod update the same arrays for dry runs.
+a gather and a compare; AddPod/RemovePod update the same arrays for dry runs. Matching
+pods are counted a group at a time (the snapshot's pod groups: same namespace, labels
+and terminating state), so a selector is evaluated once per group, not once per pod.
+Upstream: pkg/scheduler/framework/plugins/podtopologyspread/ (filtering.go, scoring.go,
+common.go).
 Pods counted: same namespace as the incoming pod, not terminating, selector matches; an
 empty selector counts none (upstream countPodsMatchSelector returns 0 for
 selector.Empty()), while the pod still matches itself. matchLabelKeys merge into the
