@@ -342,8 +342,12 @@ class PodTopologySpread(
         per_slot_list: list[IntArray] = []
         per_code_list: list[IntArray | None] = []
         weights: list[float] = []
+        per_slot_cache: dict[LabelSelector, IntArray] = {}  # read only: shared by constraints
         for c in constraints:
-            per_slot = _per_slot_counts(snapshot, c.selector, pod.namespace)
+            per_slot = per_slot_cache.get(c.selector)
+            if per_slot is None:
+                per_slot = _per_slot_counts(snapshot, c.selector, pod.namespace)
+                per_slot_cache[c.selector] = per_slot
             per_slot_list.append(per_slot)
             col = table.labels.get(c.topology_key)
             if c.topology_key == LABEL_HOSTNAME:
