@@ -2,11 +2,15 @@
 held per key as an int64 array indexed by the NodeTable's label code of the value.
 
 Upstream keeps these as maps keyed by (key, value) (interpodaffinity's
-topologyToMatchedTermCount and scoreMap, podtopologyspread's TpValueToMatchNum); as
-arrays a whole column of candidate nodes is read with one gather: the count of each
-node's domain is `counts[codes[slots]]`. Filling is a bincount of the slots where the
-counted pods are. A (key, value) the table has no code for (only a node copy outside the
-snapshot could carry one) is kept aside in a small map so nothing is lost.
+topologyToMatchedTermCount and scoreMap in filtering.go / scoring.go); as arrays a whole
+column of candidate nodes is read with one gather: the count of each node's domain is
+`counts[codes[slots]]`. Filling is one unbuffered add (np.add.at, exact int64) over the
+slots where the counted pods are. A (key, value) the table has no code for (only a node
+copy outside the snapshot could carry one) is kept aside in a small map so nothing is
+lost. PodTopologySpread keeps its per-constraint arrays the same way, in its own state.
+
+`group_counts` turns the snapshot's pod groups (pods alike for a label selector, with
+their count per slot) into those slots and counts.
 """
 
 from __future__ import annotations
@@ -133,7 +137,8 @@ class DomainCounts:
         return out
 
     def topology_keys(self) -> list[str]:
-        return list(self.arrays) + [k for k, _ in self._extra if k not in self.arrays]
+        """Every key with a count, once each."""
+        return list(dict.fromkeys([*self.arrays, *(k for k, _ in self._extra)]))
 
     def positive_pairs(self, labels: Mapping[str, str]) -> bool:
         """Some (key, value) of `labels` has a count > 0 (upstream
