@@ -1,12 +1,17 @@
 """Micro-benchmark: one scheduling cycle (schedule_pod on a prepared snapshot).
 
-    python -m bench.cycle [--repeat N] [--identical]
+    python -m bench.cycle [--repeat N] [--nodes N ...] [--shapes NAME ...] [--identical]
 
 Clusters of 1000 and 5000 nodes (4 CPU / 16Gi / 110 pods, 3 zones, 4 existing pods per
-node, some with labels); pods: a plain pod (requests only) and a pod with required
-inter-pod anti-affinity + preferred affinity + a zone topology spread constraint.
-Prints the median and p90 time per cycle. The snapshot is updated before each cycle as
-the loop does (no change -> nothing copied).
+node). Cluster "plain": the existing pods carry labels only; pods: a plain pod (requests
+only) and a pod with required inter-pod anti-affinity + preferred affinity + a zone
+topology spread constraint. Cluster "affinity": as upstream's scheduler_perf affinity
+workloads, every fifth node holds a pod with required anti-affinity to `color=green` on
+the hostname, and one existing pod per node has preferred anti-affinity to its own
+service on the hostname (the common Deployment pattern); pods: plain, required and
+preferred anti-affinity, required and preferred zone affinity, zone (DoNotSchedule) +
+hostname (ScheduleAnyway) spread. Prints the median and p90 time per cycle. The snapshot
+is updated before each cycle as the loop does (no change -> nothing copied).
 
 --identical: instead, N identical plain pods in a row, each assumed on its node as the
 loop does, under a profile whose pods can be batched (PodTopologySpread with List
@@ -19,6 +24,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
 
 from scheduler.cache import Cache, Nominator
 from scheduler.config import names
@@ -34,6 +40,9 @@ from scheduler.framework import (
 from scheduler.model.node import node_from_dict
 from scheduler.model.pod import PodInfo, pod_from_dict
 from scheduler.plugins.registry import in_tree_registry
+
+HOST = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
 
 
 def _node(i: int) -> dict[str, object]:
@@ -61,13 +70,46 @@ def _pod(name: str, labels: dict[str, str], node: str = "", cpu: str = "500m") -
             "spec": spec}  # fmt: skip
 
 
-def build(num_nodes: int, pods_per_node: int = 4) -> tuple[Cache, Framework]:
+def _with_affinity(
+    raw: dict[str, object], kind: str, key: str, labels: dict[str, str], weight: int = 0
+) -> dict[str, object]:
+    """`raw` with one pod (anti-)affinity term: kind podAffinity|podAntiAffinity; a
+    weight makes it a preferred term."""
+    spec = raw["spec"]
+    assert isinstance(spec, dict)
+    term = {"topologyKey": key, "labelSelector": {"matchLabels": labels}}
+    terms: dict[str, object] = (
+        {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": weight, "podAffinityTerm": term}]}
+        if weight else {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+    )  # fmt: skip
+    spec.setdefault("affinity", {})[kind] = terms
+    return raw
+
+
+def _existing_pod(i: int, j: int, pods_per_node: int, with_affinity: bool) -> PodInfo:
+    app = f"app-{(i * pods_per_node + j) % 50}"
+    node = f"node-{i}"
+    if not with_affinity or j > 1:
+        return pod_from_dict(_pod(f"e-{i}-{j}", {"app": app}, node))
+    if j == 0:
+        svc = f"svc-{i % 50}"
+        raw = _pod(f"e-{i}-{j}", {"app": svc}, node)
+        return pod_from_dict(_with_affinity(raw, "podAntiAffinity", HOST, {"app": svc}, 100))
+    if i % 5 == 0:
+        raw = _pod(f"e-{i}-{j}", {"app": app, "color": "green"}, node)
+        return pod_from_dict(_with_affinity(raw, "podAntiAffinity", HOST, {"color": "green"}))
+    return pod_from_dict(_pod(f"e-{i}-{j}", {"app": app}, node))
+
+
+def build(
+    num_nodes: int, pods_per_node: int = 4, with_affinity: bool = False
+) -> tuple[Cache, Framework]:
     cache = Cache()
     for i in range(num_nodes):
         cache.add_node(node_from_dict(_node(i)))
         for j in range(pods_per_node):
-            app = f"app-{(i * pods_per_node + j) % 50}"
-            cache.add_pod(pod_from_dict(_pod(f"e-{i}-{j}", {"app": app}, f"node-{i}")))
+            cache.add_pod(_existing_pod(i, j, pods_per_node, with_affinity))
     plugins = tuple(r for r in names.DEFAULT_MULTI_POINT if r.name != names.DEFAULT_PREEMPTION)
     fw = Framework(profile_for(plugins), in_tree_registry())
     return cache, fw
@@ -102,6 +144,53 @@ def affinity_pod() -> PodInfo:
          "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "web"}}}
     ]  # fmt: skip
     return pod_from_dict(raw)
+
+
+def required_anti_pod() -> PodInfo:
+    raw = _pod("anti", {"color": "green"}, cpu="100m")
+    return pod_from_dict(_with_affinity(raw, "podAntiAffinity", HOST, {"color": "green"}))
+
+
+def preferred_anti_pod() -> PodInfo:
+    raw = _pod("pref-anti", {"app": "svc-3"}, cpu="100m")
+    return pod_from_dict(_with_affinity(raw, "podAntiAffinity", HOST, {"app": "svc-3"}, 100))
+
+
+def required_affinity_pod() -> PodInfo:
+    raw = _pod("aff-req", {"app": "app-7"}, cpu="100m")
+    return pod_from_dict(_with_affinity(raw, "podAffinity", ZONE, {"app": "app-7"}))
+
+
+def preferred_affinity_pod() -> PodInfo:
+    raw = _pod("aff-pref", {"app": "new"}, cpu="100m")
+    return pod_from_dict(_with_affinity(raw, "podAffinity", ZONE, {"app": "app-7"}, 50))
+
+
+def spread_pod() -> PodInfo:
+    raw = _pod("spread", {"app": "app-5"}, cpu="100m")
+    spec = raw["spec"]
+    assert isinstance(spec, dict)
+    sel = {"matchLabels": {"app": "app-5"}}
+    spec["topologySpreadConstraints"] = [
+        {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": sel},
+        {"maxSkew": 1, "topologyKey": HOST, "whenUnsatisfiable": "ScheduleAnyway",
+         "labelSelector": sel},
+    ]  # fmt: skip
+    return pod_from_dict(raw)
+
+
+# (cluster with affinity-bearing existing pods?, pod) per shape name
+SHAPES: dict[str, tuple[bool, Callable[[], PodInfo]]] = {
+    "plain": (False, plain_pod),
+    "affinity+spread": (False, affinity_pod),
+    "aff-cluster/plain": (True, plain_pod),
+    "required-anti": (True, required_anti_pod),
+    "preferred-anti": (True, preferred_anti_pod),
+    "required-affinity": (True, required_affinity_pod),
+    "preferred-affinity": (True, preferred_affinity_pod),
+    "zone+host-spread": (True, spread_pod),
+}
 
 
 def measure(cache: Cache, fw: Framework, pod: PodInfo, repeat: int) -> tuple[float, float]:
@@ -151,6 +240,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=200)
     parser.add_argument("--nodes", type=int, nargs="*", default=[1000, 5000])
     parser.add_argument("--identical", action="store_true", help="identical pods in a row")
+    parser.add_argument("--shapes", nargs="*", choices=list(SHAPES), default=list(SHAPES))
     args = parser.parse_args()
     print(f"{'nodes':>6} {'pod':<22} {'median ms':>10} {'p90 ms':>8}")
     if args.identical:
@@ -163,9 +253,13 @@ def main() -> None:
             )
         return
     for n in args.nodes:
-        cache, fw = build(n)
-        for label, pod in (("plain", plain_pod()), ("affinity+spread", affinity_pod())):
-            med, p90 = measure(cache, fw, pod, args.repeat)
+        clusters: dict[bool, tuple[Cache, Framework]] = {}
+        for label in args.shapes:
+            with_affinity, make_pod = SHAPES[label]
+            if with_affinity not in clusters:
+                clusters[with_affinity] = build(n, with_affinity=with_affinity)
+            cache, fw = clusters[with_affinity]
+            med, p90 = measure(cache, fw, make_pod(), args.repeat)
             print(f"{n:>6} {label:<22} {med * 1e3:>10.3f} {p90 * 1e3:>8.3f}")
 
 

@@ -6,17 +6,51 @@ last update, so a cycle after one bind touches one row, not 5000. The snapshot h
 - `views[slot]`: a NodeView clone per node, for per-node plugins;
 - slots having pods with (anti-)affinity, for InterPodAffinity;
 - a pod label index (key -> value -> slot -> {uid: pod}) so a selector with a
-  positive requirement (matchLabels, In, Exists) visits only candidate pods.
+  positive requirement (matchLabels, In, Exists) visits only candidate pods;
+- the pods grouped by what a label selector reads (`candidate_groups`: namespace,
+  labels, terminating or not) with their count per slot, so PodTopologySpread and
+  InterPodAffinity match a selector once per group rather than once per pod (a
+  Deployment's replicas are one group);
+- the existing pods' pod (anti)-affinity terms grouped by identity (`pod_terms[kind]`:
+  (term, weight) -> {slot: how many times pods there carry it}), so InterPodAffinity
+  matches the incoming pod once per distinct term rather than once per pod (a
+  Deployment's replicas share their terms).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 from scheduler.cache.node_table import IntArray, NodeTable
 from scheduler.cache.node_view import NodeView
 from scheduler.model.pod import PodInfo
+from scheduler.model.pod_affinity import AffinityTerm
 from scheduler.model.selectors import LabelSelector
+
+# the kinds of an existing pod's term in Snapshot.pod_terms
+REQUIRED_AFFINITY = 0
+REQUIRED_ANTI_AFFINITY = 1
+PREFERRED_AFFINITY = 2
+PREFERRED_ANTI_AFFINITY = 3
+
+# (term, weight); weight 0 for the required kinds
+TermKey = tuple[AffinityTerm, int]
+
+
+class PodGroup:
+    """Pods a label selector cannot tell apart: one namespace, one label set, all
+    terminating or none; `slots` counts them per node slot."""
+
+    __slots__ = ("labels", "namespace", "slots", "terminating")
+
+    def __init__(self, namespace: str, labels: Mapping[str, str], terminating: bool) -> None:
+        self.namespace = namespace
+        self.labels = labels
+        self.terminating = terminating
+        self.slots: dict[int, int] = {}
+
+
+GroupKey = tuple[str, frozenset[tuple[str, str]], bool]
 
 
 class Snapshot:
@@ -27,6 +61,9 @@ class Snapshot:
         self.with_affinity: set[int] = set()
         self.with_required_anti_affinity: set[int] = set()
         self._pod_index: dict[str, dict[str, dict[int, dict[str, PodInfo]]]] = {}
+        self._groups: dict[GroupKey, PodGroup] = {}
+        self._group_index: dict[str, dict[str, set[GroupKey]]] = {}  # label -> value -> groups
+        self.pod_terms: tuple[dict[TermKey, dict[int, int]], ...] = ({}, {}, {}, {})
 
     # ------------------------------------------------------------ reads
     @property
@@ -97,6 +134,28 @@ class Snapshot:
             for pod in v.pods.values():
                 yield s, pod
 
+    def candidate_groups(self, selector: LabelSelector) -> list[PodGroup]:
+        """The pod groups that may match `selector` (a superset, as candidate_pods)."""
+        if selector.match_nothing:
+            return []
+        best: set[GroupKey] | None = None
+        for key, value in selector.positive_pairs():
+            by_value = self._group_index.get(key)
+            if by_value is None:
+                return []
+            if value is None:
+                found: set[GroupKey] = set().union(*by_value.values())
+            else:
+                found = by_value.get(value, set())
+            if not found:
+                return []
+            if best is None or len(found) < len(best):
+                best = found
+        groups = self._groups
+        if best is None:
+            return list(groups.values())
+        return [groups[k] for k in best]
+
     # ------------------------------------------------------------ writes (by the cache)
     def _index_pods(self, slot: int, view: NodeView, delta: int) -> None:
         index = self._pod_index
@@ -122,6 +181,59 @@ class Snapshot:
                             if not by_value:
                                 del index[k]
 
+    def _index_groups(self, slot: int, pods: Iterable[PodInfo], delta: int) -> None:
+        groups = self._groups
+        for pod in pods:
+            terminating = pod.deletion_timestamp is not None
+            key = (pod.namespace, frozenset(pod.labels.items()), terminating)
+            group = groups.get(key)
+            if group is None:
+                if delta < 0:
+                    continue
+                group = PodGroup(pod.namespace, pod.labels, terminating)
+                groups[key] = group
+                for k, v in pod.labels.items():
+                    self._group_index.setdefault(k, {}).setdefault(v, set()).add(key)
+            n = group.slots.get(slot, 0) + delta
+            if n:
+                group.slots[slot] = n
+                continue
+            group.slots.pop(slot, None)
+            if group.slots:
+                continue
+            del groups[key]
+            for k, v in pod.labels.items():
+                by_value = self._group_index[k]
+                keys = by_value[v]
+                keys.discard(key)
+                if not keys:
+                    del by_value[v]
+                    if not by_value:
+                        del self._group_index[k]
+
+    def _index_terms(self, slot: int, pods: Iterable[PodInfo], delta: int) -> None:
+        for pod in pods:
+            if not pod.has_pod_affinity:
+                continue
+            keys: list[tuple[int, TermKey]] = [
+                (REQUIRED_AFFINITY, (t, 0)) for t in pod.required_affinity
+            ]
+            keys += [(REQUIRED_ANTI_AFFINITY, (t, 0)) for t in pod.required_anti_affinity]
+            keys += [(PREFERRED_AFFINITY, (w.term, w.weight)) for w in pod.preferred_affinity]
+            keys += [
+                (PREFERRED_ANTI_AFFINITY, (w.term, w.weight)) for w in pod.preferred_anti_affinity
+            ]
+            for kind, key in keys:
+                terms = self.pod_terms[kind]
+                by_slot = terms.setdefault(key, {})
+                n = by_slot.get(slot, 0) + delta
+                if n:
+                    by_slot[slot] = n
+                else:
+                    del by_slot[slot]
+                    if not by_slot:
+                        del terms[key]
+
     def _set(self, name: str, view: NodeView) -> None:
         table = self.table
         slot = table.allocate(name)
@@ -133,6 +245,15 @@ class Snapshot:
         new = view.clone()
         self.views[slot] = new
         self._index_pods(slot, new, +1)
+        # groups and terms: only the pods that changed (a PodInfo is immutable, so the
+        # same object is the same pod record)
+        old_pods = old.pods if old is not None else {}
+        gone = [p for uid, p in old_pods.items() if new.pods.get(uid) is not p]
+        came = [p for uid, p in new.pods.items() if old_pods.get(uid) is not p]
+        self._index_groups(slot, gone, -1)
+        self._index_groups(slot, came, +1)
+        self._index_terms(slot, gone, -1)
+        self._index_terms(slot, came, +1)
         table.set_row(slot, new)
         _toggle(self.with_affinity, slot, new.with_affinity > 0)
         _toggle(self.with_required_anti_affinity, slot, new.with_required_anti_affinity > 0)
@@ -144,6 +265,8 @@ class Snapshot:
         old = self.views[slot]
         if old is not None:
             self._index_pods(slot, old, -1)
+            self._index_groups(slot, old.pods.values(), -1)
+            self._index_terms(slot, old.pods.values(), -1)
         self.views[slot] = None
         self.table.release(name)
         self.with_affinity.discard(slot)

@@ -47,9 +47,13 @@ class AffinityTerm:
         return self.namespace_selector.matches(ns_labels or {})
 
     def matches(self, pod: PodInfo, ns_labels: Mapping[str, str] | None) -> bool:
-        return self.matches_namespace(pod.namespace, ns_labels) and self.selector.matches(
-            pod.labels
-        )
+        return self.matches_labels(pod.namespace, pod.labels, ns_labels)
+
+    def matches_labels(
+        self, namespace: str, labels: Mapping[str, str], ns_labels: Mapping[str, str] | None
+    ) -> bool:
+        """`matches` for a pod known by its namespace and labels (all a term reads)."""
+        return self.matches_namespace(namespace, ns_labels) and self.selector.matches(labels)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,13 +1,17 @@
 """InterPodAffinity: required pod affinity / anti-affinity (Filter), existing pods'
 required anti-affinity against the incoming pod (Filter), preferred terms and existing
-pods' terms (Score), as upstream.
+pods' terms (Score), as upstream (pkg/scheduler/framework/plugins/interpodaffinity/
+filtering.go, scoring.go).
 
-PreFilter counts, per topology pair (key, value): existing pods matching all of the
-pod's affinity terms, existing pods matching each anti-affinity term, and existing pods
-whose anti-affinity terms match the pod. Candidate pods come from the snapshot's pod
-label index, so a term with matchLabels visits only the pods carrying that label.
-The batch filter turns the counts into allowed/forbidden label codes and compares whole
-columns; the per-node form reads the same counts (kept right by AddPod/RemovePod).
+Counts per topology domain are arrays (topology_counts.DomainCounts, indexed by the node
+table's label codes), never per node in Python:
+- the pod's own terms are matched against the snapshot's pod groups (pods alike in
+  namespace and labels, with their count per node), so a Deployment's replicas are
+  matched once; the matching groups' slots are summed into the domains with numpy;
+- existing pods' terms come grouped by identity from the snapshot (`pod_terms`), so
+  each distinct term is matched against the incoming pod once;
+- Filter and Score over the candidate nodes are gathers `counts[codes[slots]]`; the
+  per-node forms read the same counts (kept right by AddPod/RemovePod in dry runs).
 
 namespaceSelector: the pod's own terms are resolved against the namespace lister once
 per cycle; existing pods' terms are matched with the incoming pod's namespace labels.
@@ -17,13 +21,21 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from scheduler.cache.node_view import NodeView
-from scheduler.cache.snapshot import Snapshot
+from scheduler.cache.snapshot import (
+    PREFERRED_AFFINITY,
+    PREFERRED_ANTI_AFFINITY,
+    REQUIRED_AFFINITY,
+    REQUIRED_ANTI_AFFINITY,
+    PodGroup,
+    Snapshot,
+)
 from scheduler.config import names
 from scheduler.config.plugin_args import InterPodAffinityArgs
 from scheduler.framework import signature
@@ -51,6 +63,7 @@ from scheduler.model.pod import PodInfo
 from scheduler.model.pod_affinity import AffinityTerm, WeightedAffinityTerm
 from scheduler.model.selectors import LabelSelector
 from scheduler.plugins.helpers import QUEUE, SKIP, event
+from scheduler.plugins.topology_counts import DomainCounts, group_counts, slots_and_counts
 
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
@@ -58,45 +71,26 @@ REASON_EXISTING_ANTI = "node(s) didn't satisfy existing pods anti-affinity rules
 _FILTER_KEY = "PreFilter" + names.INTER_POD_AFFINITY
 _SCORE_KEY = "PreScore" + names.INTER_POD_AFFINITY
 
-Pair = tuple[str, str]
-
-
-def _bump(counts: dict[Pair, int], key: str, labels: Mapping[str, str], delta: int) -> None:
-    value = labels.get(key)
-    if value is None:
-        return
-    pair = (key, value)
-    n = counts.get(pair, 0) + delta
-    if n:
-        counts[pair] = n
-    else:
-        counts.pop(pair, None)
-
-
-def _by_key(counts: Mapping[Pair, int]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for (k, v), c in counts.items():
-        if c > 0:
-            out.setdefault(k, []).append(v)
-    return out
-
 
 @dataclass
 class _FilterState:
+    """upstream preFilterState (interpodaffinity/filtering.go): the three
+    topologyToMatchedTermCount maps, as DomainCounts."""
+
     affinity_terms: tuple[AffinityTerm, ...]
     anti_terms: tuple[AffinityTerm, ...]
     ns_labels: Mapping[str, str]
     self_match: bool
-    affinity_counts: dict[Pair, int] = field(default_factory=dict)
-    anti_counts: dict[Pair, int] = field(default_factory=dict)
-    existing_anti: dict[Pair, int] = field(default_factory=dict)
+    affinity_counts: DomainCounts
+    anti_counts: DomainCounts
+    existing_anti: DomainCounts
 
     def clone(self) -> _FilterState:
         return dataclasses.replace(
             self,
-            affinity_counts=dict(self.affinity_counts),
-            anti_counts=dict(self.anti_counts),
-            existing_anti=dict(self.existing_anti),
+            affinity_counts=self.affinity_counts.clone(),
+            anti_counts=self.anti_counts.clone(),
+            existing_anti=self.existing_anti.clone(),
         )
 
     def update_with_pod(
@@ -111,6 +105,25 @@ class _FilterState:
         for t in self.anti_terms:
             if t.matches(other, None):
                 _bump(self.anti_counts, t.topology_key, labels, delta)
+
+
+def _bump(counts: DomainCounts, key: str, labels: Mapping[str, str], delta: int) -> None:
+    value = labels.get(key)
+    if value is not None:
+        counts.bump(key, value, delta)
+
+
+def _add_group(counts: DomainCounts, key: str, by_slot: Mapping[int, int], weight: int) -> bool:
+    """A group of existing pods sharing one term ({slot: how many}), each adding
+    `weight` to its node's domain."""
+    slots, n = slots_and_counts(by_slot)
+    return counts.add_slots(key, slots, n * weight)
+
+
+def _own_term_matches(t: AffinityTerm, group: PodGroup) -> bool:
+    """The pod's own term (namespaceSelector already merged into its namespaces, so
+    no namespace labels: upstream passes nil) against a group of existing pods."""
+    return t.matches_labels(group.namespace, group.labels, None)
 
 
 class InterPodAffinity(
@@ -177,26 +190,32 @@ class InterPodAffinity(
         aff = self._resolve(pod.required_affinity)
         anti = self._resolve(pod.required_anti_affinity)
         ns_labels = self._ns_labels(pod.namespace)
-        s = _FilterState(aff, anti, ns_labels, bool(aff) and all(t.matches(pod, None) for t in aff))
-        views = snapshot.views
-        for slot in snapshot.with_required_anti_affinity:
-            view = views[slot]
-            if view is None:
-                continue
-            for p in view.pods.values():
-                for t in p.required_anti_affinity:
-                    if t.matches(pod, ns_labels):
-                        _bump(s.existing_anti, t.topology_key, view.labels, 1)
+        table = snapshot.table
+        s = _FilterState(
+            aff, anti, ns_labels, bool(aff) and all(t.matches(pod, None) for t in aff),
+            DomainCounts(table), DomainCounts(table), DomainCounts(table),
+        )  # fmt: skip
+        # existing pods' required anti-affinity: each distinct term is matched against the
+        # pod once, then its pods count at their nodes' domains (upstream
+        # getExistingAntiAffinityCounts, per pod and term)
+        for (t, _), by_slot in snapshot.pod_terms[REQUIRED_ANTI_AFFINITY].items():
+            if t.matches(pod, ns_labels):
+                _add_group(s.existing_anti, t.topology_key, by_slot, 1)
+        # upstream getIncomingAffinityAntiAffinityCounts: every existing pod matching all
+        # affinity terms counts once per term; each anti-affinity term counts its own.
+        # Pods are matched a group at a time (same namespace and labels).
         if aff:
-            for slot, p in snapshot.candidate_pods(aff[0].selector):
-                if all(t.matches(p, None) for t in aff):
-                    labels = snapshot.view(slot).labels
-                    for t in aff:
-                        _bump(s.affinity_counts, t.topology_key, labels, 1)
+            slots, n = group_counts(
+                snapshot.candidate_groups(aff[0].selector),
+                lambda g: all(_own_term_matches(t, g) for t in aff),
+            )
+            for t in aff:
+                s.affinity_counts.add_slots(t.topology_key, slots, n)
         for t in anti:
-            for slot, p in snapshot.candidate_pods(t.selector):
-                if t.matches(p, None):
-                    _bump(s.anti_counts, t.topology_key, snapshot.view(slot).labels, 1)
+            slots, n = group_counts(
+                snapshot.candidate_groups(t.selector), partial(_own_term_matches, t)
+            )
+            s.anti_counts.add_slots(t.topology_key, slots, n)
         state.write(_FILTER_KEY, s)
         return None, Status.success()
 
@@ -223,17 +242,16 @@ class InterPodAffinity(
                 v = labels.get(t.topology_key)
                 if v is None:
                     return self._affinity
-                if s.affinity_counts.get((t.topology_key, v), 0) <= 0:
+                if s.affinity_counts.get(t.topology_key, v) <= 0:
                     pods_exist = False
-            if not pods_exist and not (not s.affinity_counts and s.self_match):
+            if not pods_exist and not (not s.affinity_counts.any_nonzero() and s.self_match):
                 return self._affinity
         for t in s.anti_terms:
             v = labels.get(t.topology_key)
-            if v is not None and s.anti_counts.get((t.topology_key, v), 0) > 0:
+            if v is not None and s.anti_counts.get(t.topology_key, v) > 0:
                 return self._anti
-        for (k, v), c in s.existing_anti.items():
-            if c > 0 and labels.get(k) == v:
-                return self._existing
+        if s.existing_anti.positive_pairs(labels):
+            return self._existing
         return Status.success()
 
     def filter_batch(
@@ -246,38 +264,24 @@ class InterPodAffinity(
         if s.affinity_terms:
             keys = {t.topology_key for t in s.affinity_terms}
             ok = table.has_all_keys(keys, slots)
-            if s.affinity_counts or not s.self_match:
-                allowed = _by_key(s.affinity_counts)
+            # upstream: with no matching pod anywhere, a pod matching its own terms may
+            # start the group (satisfiesSelfAffinityCheck)
+            if s.affinity_counts.any_nonzero() or not s.self_match:
                 for t in s.affinity_terms:
-                    ok &= self._codes_in(
-                        table, t.topology_key, allowed.get(t.topology_key, []), slots
-                    )
+                    ok &= s.affinity_counts.positive_at(t.topology_key, slots)
             reasons[~ok] = 0
         if s.anti_terms:
-            forbidden = _by_key(s.anti_counts)
             hit = np.zeros(n, dtype=np.bool_)
             for t in s.anti_terms:
-                hit |= self._codes_in(
-                    table, t.topology_key, forbidden.get(t.topology_key, []), slots
-                )
+                hit |= s.anti_counts.positive_at(t.topology_key, slots)
             reasons[hit & (reasons < 0)] = 1
-        if s.existing_anti:
+        if s.existing_anti.arrays:
             hit = np.zeros(n, dtype=np.bool_)
-            for k, vals in _by_key(s.existing_anti).items():
-                hit |= self._codes_in(table, k, vals, slots)
+            for k in s.existing_anti.arrays:
+                hit |= s.existing_anti.positive_at(k, slots)
             reasons[hit & (reasons < 0)] = 2
         passed = reasons < 0
         return BatchFilterResult(passed, [self._affinity, self._anti, self._existing], reasons)
-
-    @staticmethod
-    def _codes_in(table: Any, key: str, values: list[str], slots: IntArray) -> Any:
-        col = table.labels.get(key)
-        if col is None or not values:
-            return np.zeros(len(slots), dtype=np.bool_)
-        codes = [col.value_codes[v] for v in values if v in col.value_codes]
-        if not codes:
-            return np.zeros(len(slots), dtype=np.bool_)
-        return np.isin(col.codes[slots], codes)
 
     # -------------------------------------------------------------- score
     def pre_score(
@@ -286,71 +290,53 @@ class InterPodAffinity(
         has_constraints = bool(pod.preferred_affinity or pod.preferred_anti_affinity)
         if self.args.ignore_preferred_terms_of_existing_pods and not has_constraints:
             return Status(Code.SKIP)
-        scores: dict[str, dict[str, int]] = {}
-
-        def add(key: str, labels: Mapping[str, str], weight: int) -> None:
-            v = labels.get(key)
-            if v is not None:
-                by_value = scores.setdefault(key, {})
-                by_value[v] = by_value.get(v, 0) + weight
-
+        scores = DomainCounts(snapshot.table)
+        hit = False
+        # the pod's preferred terms against every existing pod (upstream
+        # processExistingPod, first two processTerms)
         for multiplier, terms in ((1, pod.preferred_affinity), (-1, pod.preferred_anti_affinity)):
             for wt in self._resolve_weighted(terms):
-                for slot, p in snapshot.candidate_pods(wt.term.selector):
-                    if wt.term.matches(p, None):
-                        add(
-                            wt.term.topology_key, snapshot.view(slot).labels, wt.weight * multiplier
-                        )
+                t = wt.term
+                slots, n = group_counts(
+                    snapshot.candidate_groups(t.selector), partial(_own_term_matches, t)
+                )
+                hit |= scores.add_slots(t.topology_key, slots, n * (wt.weight * multiplier))
+        # existing pods' terms against the pod: each distinct term matched once, its pods
+        # adding the weight at their nodes' domains (the rest of processExistingPod)
         ns_labels = self._ns_labels(pod.namespace)
         hard = self.args.hard_pod_affinity_weight
-        for slot in snapshot.with_affinity:
-            view = snapshot.views[slot]
-            if view is None:
-                continue
-            labels = view.labels
-            for p in view.pods.values():
-                if not p.has_pod_affinity:
-                    continue
-                if hard > 0 and labels:
-                    for t in p.required_affinity:
-                        if t.matches(pod, ns_labels):
-                            add(t.topology_key, labels, hard)
-                for wt in p.preferred_affinity:
-                    if wt.term.matches(pod, ns_labels):
-                        add(wt.term.topology_key, labels, wt.weight)
-                for wt in p.preferred_anti_affinity:
-                    if wt.term.matches(pod, ns_labels):
-                        add(wt.term.topology_key, labels, -wt.weight)
-        if not scores:
+        terms_of = snapshot.pod_terms
+        if hard > 0:
+            for (t, _), by_slot in terms_of[REQUIRED_AFFINITY].items():
+                if t.matches(pod, ns_labels):
+                    hit |= _add_group(scores, t.topology_key, by_slot, hard)
+        for kind, sign in ((PREFERRED_AFFINITY, 1), (PREFERRED_ANTI_AFFINITY, -1)):
+            for (t, weight), by_slot in terms_of[kind].items():
+                if t.matches(pod, ns_labels):
+                    hit |= _add_group(scores, t.topology_key, by_slot, weight * sign)
+        # upstream: Skip when no term matched a pod on a node carrying its topology key
+        if not hit:
             return Status(Code.SKIP)
         state.write(_SCORE_KEY, scores)
         return Status.success()
 
     def score(self, state: CycleState, pod: PodInfo, view: NodeView) -> tuple[int, Status]:
-        scores: dict[str, dict[str, int]] = state.read(_SCORE_KEY)
+        scores: DomainCounts = state.read(_SCORE_KEY)
+        labels = view.labels
         total = 0
-        for k, by_value in scores.items():
-            v = view.labels.get(k)
+        for k in scores.topology_keys():
+            v = labels.get(k)
             if v is not None:
-                total += by_value.get(v, 0)
+                total += scores.get(k, v)
         return total, Status.success()
 
     def score_batch(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, slots: IntArray
     ) -> IntArray:
-        scores: dict[str, dict[str, int]] = state.read(_SCORE_KEY)
-        table = snapshot.table
+        scores: DomainCounts = state.read(_SCORE_KEY)
         total = np.zeros(len(slots), dtype=np.int64)
-        for k, by_value in scores.items():
-            col = table.labels.get(k)
-            if col is None:
-                continue
-            per_code = np.zeros(len(col.values) + 1, dtype=np.int64)  # last: absent (-1)
-            for v, sc in by_value.items():
-                code = col.value_codes.get(v)
-                if code is not None:
-                    per_code[code] = sc
-            total += per_code[col.codes[slots]]
+        for k in scores.arrays:
+            total += scores.at(k, slots)
         return total
 
     def normalize_scores(

@@ -6,7 +6,11 @@ using the selector of the workload owning it (WorkloadSelectorLister on the hand
 
 State is kept per constraint as arrays indexed by the topology key's label codes
 (count of matching pods per domain, which domains are eligible), so the batch filter is
-a gather and a compare; AddPod/RemovePod update the same arrays for dry runs.
+a gather and a compare; AddPod/RemovePod update the same arrays for dry runs. Matching
+pods are counted a group at a time (the snapshot's pod groups: same namespace, labels
+and terminating state), so a selector is evaluated once per group, not once per pod.
+Upstream: pkg/scheduler/framework/plugins/podtopologyspread/ (filtering.go, scoring.go,
+common.go).
 Pods counted: same namespace as the incoming pod, not terminating, selector matches; an
 empty selector counts none (upstream countPodsMatchSelector returns 0 for
 selector.Empty()), while the pod still matches itself. matchLabelKeys merge into the
@@ -60,6 +64,7 @@ from scheduler.model.pod_spread import (
 from scheduler.model.selectors import LabelSelector
 from scheduler.model.taints import NO_EXECUTE, NO_SCHEDULE, find_untolerated
 from scheduler.plugins.helpers import QUEUE, SKIP, event
+from scheduler.plugins.topology_counts import group_counts
 
 REASON_CONSTRAINTS = "node(s) didn't match pod topology spread constraints"
 REASON_MISSING_LABEL = REASON_CONSTRAINTS + " (missing required label)"
@@ -80,14 +85,13 @@ def _per_slot_counts(snapshot: Snapshot, selector: LabelSelector, namespace: str
     (preemption dry runs), the pods added or removed."""
     if selector.is_everything:
         return np.zeros(snapshot.table.capacity, dtype=np.int64)
-    slots = [
-        slot
-        for slot, p in snapshot.candidate_pods(selector)
-        if p.namespace == namespace and p.deletion_timestamp is None and selector.matches(p.labels)
-    ]
-    out: IntArray = np.bincount(
-        np.asarray(slots, dtype=np.int64), minlength=snapshot.table.capacity
-    ).astype(np.int64)
+    # a group at a time: its pods share namespace, labels and terminating state
+    slots, n = group_counts(
+        snapshot.candidate_groups(selector),
+        lambda g: g.namespace == namespace and not g.terminating and selector.matches(g.labels),
+    )
+    out: IntArray = np.zeros(snapshot.table.capacity, dtype=np.int64)
+    np.add.at(out, slots, n)
     return out
 
 
@@ -341,8 +345,12 @@ class PodTopologySpread(
         per_slot_list: list[IntArray] = []
         per_code_list: list[IntArray | None] = []
         weights: list[float] = []
+        per_slot_cache: dict[LabelSelector, IntArray] = {}  # read only: shared by constraints
         for c in constraints:
-            per_slot = _per_slot_counts(snapshot, c.selector, pod.namespace)
+            per_slot = per_slot_cache.get(c.selector)
+            if per_slot is None:
+                per_slot = _per_slot_counts(snapshot, c.selector, pod.namespace)
+                per_slot_cache[c.selector] = per_slot
             per_slot_list.append(per_slot)
             col = table.labels.get(c.topology_key)
             if c.topology_key == LABEL_HOSTNAME:
