@@ -22,12 +22,17 @@ import ssl
 import threading
 import time
 import urllib.parse
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from kas_dev.cluster.local import LocalCluster
 from kas_dev.cluster.pki import pki_paths
 from tests.checker import label_selector_matches, pod_requests, quantity
+from tests.faults import audit
+from tests.identity import kubeconfig_for
 from tests.kube import ClusterHandle, pod_manifest, wait_for
 from tests.webhook import KWOK_USER, DeleteWebhook
 
@@ -473,6 +478,44 @@ def unique_best(choices: Sequence[Choice]) -> Choice:
 
 def bound(obj: dict[str, Any]) -> bool:
     return bool(obj["spec"].get("nodeName"))
+
+
+# ---------------------------------------------------------------- DELETE requests
+# Counted from the API server's audit log, not from the DELETE webhook: kube-apiserver
+# may call the webhook twice for one graceful DELETE, allowed or refused (see
+# RecordingWebhook.last_old_object), and not at all for a DELETE of a pod already
+# terminating. The audit log has one record per request, with its answer.
+
+
+def audited_identity(local: LocalCluster, user: str, out: Path) -> str:
+    """A kubeconfig for `user`, in the group whose writes the audit policy records
+    (tests.faults.audit.policy; start the API server with audit.apiserver_args)."""
+    return str(kubeconfig_for(local, user, out, ("system:masters", audit.SCHEDULER_GROUP)))
+
+
+def delete_requests(log: audit.AuditLog, namespace: str, user: str) -> list[audit.Call]:
+    """`user`'s pod DELETE requests in `namespace`, whatever their answer, in the order
+    the API server received them."""
+    calls = [c for c in log.pod_deletes({namespace}) if c.user == user]
+    return sorted(calls, key=lambda c: c.received)
+
+
+def delete_counts(log: audit.AuditLog, namespace: str, user: str) -> dict[str, int]:
+    """`user`'s pod DELETE requests in `namespace`, per pod name."""
+    return dict(Counter(c.name for c in delete_requests(log, namespace, user)))
+
+
+def wait_deletes_audited(
+    log: audit.AuditLog, namespace: str, user: str, names: Iterable[str], timeout: float = 10
+) -> None:
+    """The audit record of a DELETE is written when its response is complete, after the
+    update is committed: a victim can be gone a moment before its DELETE is logged."""
+    want = set(names)
+    wait_for(
+        lambda: want <= {c.name for c in delete_requests(log, namespace, user)},
+        timeout=timeout,
+        what=f"{user}'s DELETEs of {sorted(want)} in the audit log",
+    )
 
 
 def webhook_ends(hook: DeleteWebhook, names: Iterable[str]) -> dict[str, float]:

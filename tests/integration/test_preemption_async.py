@@ -11,6 +11,10 @@ least 2 x DELAY). While the DELETEs are held, ordinary pods are created for othe
 
 Each test runs its own scheduler process (fresh metrics) on its own nodes and namespace
 of one shared cluster; the metrics of the task are checked against what really happened.
+The scheduler runs with an identity of its own and the API server's audit log records its
+writes: "one DELETE per victim" counts its DELETE requests there, not webhook calls (the
+API server may call the webhook twice for one graceful DELETE, and never for a second
+DELETE of a pod already terminating; tests.preemption_helpers).
 """
 
 from __future__ import annotations
@@ -24,18 +28,23 @@ import pytest
 
 from kas_dev.cluster.local import LocalCluster
 from kas_dev.cluster.nodes import NodeGroup
+from tests.faults import audit
 from tests.kube import ClusterHandle, pod_manifest, wait_for
 from tests.preemption_helpers import (
     BASE_TIME,
     SCHED,
     PodWatch,
     RecordingWebhook,
+    audited_identity,
     bound,
     create_priority_classes,
+    delete_counts,
+    delete_requests,
     disruption_target,
     node_of,
     set_start_time,
     victim_manifest,
+    wait_deletes_audited,
     wait_running,
     webhook_ends,
 )
@@ -48,8 +57,15 @@ ORDINARY = 10
 MODES = ("Async", "Sync")
 
 
+@dataclass
+class Env:
+    cluster: ClusterHandle
+    audit: audit.AuditLog
+    identities: Path  # where each test's scheduler gets its client certificate
+
+
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHandle]:
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     d = tmp_path_factory.mktemp("async")
     groups = []
     for mode in MODES:
@@ -60,14 +76,19 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHandle]
             NodeGroup(count=2, name_prefix=f"{m}-free", cpu="8", memory="32Gi",
                       labels={"role": f"{m}-free"}),
         ]  # fmt: skip
+    log = audit.AuditLog(d / "audit.log")
     local = LocalCluster(d / "cluster")
-    local.up(groups)
+    local.up(groups, extra_apiserver_args=audit.apiserver_args(d / "audit-policy.json", log.path))
     handle = ClusterHandle(local)
     try:
         create_priority_classes(handle, {"low": 100, "high": 1000})
-        yield handle
+        yield Env(handle, log, d / "identities")
     finally:
         local.down()
+
+
+def _user(mode: str) -> str:
+    return f"{mode.lower()}-scheduler"
 
 
 @dataclass
@@ -81,8 +102,9 @@ class Run:
     goroutines_while_held: float
 
 
-def _run(cluster: ClusterHandle, tmp: Path, mode: str) -> tuple[Run, SchedulerProcess,
-                                                               RecordingWebhook, PodWatch]:  # fmt: skip
+def _run(env: Env, tmp: Path, mode: str) -> tuple[Run, SchedulerProcess,
+                                                 RecordingWebhook, PodWatch]:  # fmt: skip
+    cluster = env.cluster
     m = mode.lower()
     ns = cluster.create_namespace(f"preempt-{m}")
     node = f"{m}-pre-0"
@@ -103,7 +125,8 @@ def _run(cluster: ClusterHandle, tmp: Path, mode: str) -> tuple[Run, SchedulerPr
             "pluginConfig": [{"name": "DefaultPreemption", "args": {"mode": mode}}],
         }],
     )  # fmt: skip
-    sched = SchedulerProcess(cluster.kubeconfig, cfg, tmp / f"{m}.log").start()
+    kubeconfig = audited_identity(cluster.local, _user(mode), env.identities)
+    sched = SchedulerProcess(kubeconfig, cfg, tmp / f"{m}.log").start()
     cluster.create_pod(
         ns,
         pod_manifest(
@@ -127,22 +150,35 @@ def _run(cluster: ClusterHandle, tmp: Path, mode: str) -> tuple[Run, SchedulerPr
     return run, sched, hook, watch
 
 
-def _check_common(cluster: ClusterHandle, run: Run, sched: SchedulerProcess,
-                  hook: RecordingWebhook, watch: PodWatch, ns: str, node: str) -> dict[str, float]:  # fmt: skip
+def _check_common(env: Env, run: Run, sched: SchedulerProcess, hook: RecordingWebhook,
+                  watch: PodWatch, mode: str) -> dict[str, float]:  # fmt: skip
+    cluster, user = env.cluster, _user(mode)
+    ns, node = f"preempt-{mode.lower()}", f"{mode.lower()}-pre-0"
     assert run.in_flight_at_create >= 1, "the ordinary pods must be created while a DELETE is held"
     assert node_of(cluster, ns, run.preemptor) == node
     assert node_of(cluster, ns, run.survivor) == node
-    # exactly one DELETE per victim from the scheduler, none for the survivor
-    assert dict(hook.deletes) == dict.fromkeys(run.victims, 1)
+    # exactly one DELETE request per victim from the scheduler, none for the survivor,
+    # all allowed (the audit log: every request, whatever its answer)
+    wait_deletes_audited(env.audit, ns, user, run.victims)
+    assert delete_counts(env.audit, ns, user) == dict.fromkeys(run.victims, 1)
+    sent = {c.name: c for c in delete_requests(env.audit, ns, user)}
+    assert all(c.ok for c in sent.values()), sent
     for v in run.victims:
-        (old,) = hook.old_objects[v]
+        # as the API server held it at the DELETE it carried out: DisruptionTarget set by
+        # the scheduler, no one else's DELETE before it
+        assert set(hook.users.get(v, [])) == {user}, hook.users.get(v)
+        old = hook.last_old_object(v, user)
+        assert old is not None, f"no DELETE of {v} reached the webhook"
         cond = disruption_target(old)
         assert cond is not None and cond["reason"] == "PreemptionByScheduler"
+    # the last victim's DELETE is sent only after the others were answered (the API
+    # server's own clock, both ends of each request)
+    assert sent["v3"].received >= max(sent["v1"].completed, sent["v2"].completed), sent
+    # webhook times (time.monotonic(), the clock of the watch): when each victim's last
+    # admission call was answered, and when the first one started
     ends = webhook_ends(hook, run.victims)
     assert set(ends) == set(run.victims)
-    starts = {pod: t for t, pod, what in hook.log if what == "start"}
-    # the last victim's DELETE starts only after the others were answered
-    assert starts["v3"] >= max(ends["v1"], ends["v2"])
+    starts = [t for t, pod, what in list(hook.log) if what == "start"]
 
     # metrics: one task, a success, lasting at least the two held phases
     metric = sched.metric
@@ -150,7 +186,7 @@ def _check_common(cluster: ClusterHandle, run: Run, sched: SchedulerProcess,
     assert metric("scheduler_preemption_goroutines_execution_total", result="error") == 0
     assert metric("scheduler_preemption_goroutines_duration_seconds_count", result="success") == 1
     took = metric("scheduler_preemption_goroutines_duration_seconds_sum", result="success")
-    held = ends["v3"] - min(starts.values())
+    held = ends["v3"] - min(starts)
     assert 2 * DELAY <= held <= took + 0.5, (held, took)
     assert took < 2 * DELAY + 5, took
     assert metric("scheduler_preemption_victims_count") == 1
@@ -179,12 +215,11 @@ def _bound_at(watch: PodWatch, name: str) -> float:
 
 
 def test_async_mode_binds_other_pods_while_the_preemption_calls_are_in_flight(
-    cluster: ClusterHandle, tmp_path: Path
+    env: Env, tmp_path: Path
 ) -> None:
-    run, sched, hook, watch = _run(cluster, tmp_path, "Async")
+    run, sched, hook, watch = _run(env, tmp_path, "Async")
     try:
-        ns, node = "preempt-async", "async-pre-0"
-        ends = _check_common(cluster, run, sched, hook, watch, ns, node)
+        ends = _check_common(env, run, sched, hook, watch, "Async")
         assert run.goroutines_while_held == 1
         bound_at = {o: _bound_at(watch, o) for o in run.ordinary}
         last_answered = ends["v3"]
@@ -199,12 +234,11 @@ def test_async_mode_binds_other_pods_while_the_preemption_calls_are_in_flight(
 
 
 def test_sync_mode_makes_other_pods_wait_for_the_preemption_calls(
-    cluster: ClusterHandle, tmp_path: Path
+    env: Env, tmp_path: Path
 ) -> None:
-    run, sched, hook, watch = _run(cluster, tmp_path, "Sync")
+    run, sched, hook, watch = _run(env, tmp_path, "Sync")
     try:
-        ns, node = "preempt-sync", "sync-pre-0"
-        ends = _check_common(cluster, run, sched, hook, watch, ns, node)
+        ends = _check_common(env, run, sched, hook, watch, "Sync")
         bound_at = {o: _bound_at(watch, o) for o in run.ordinary}
         last_answered = ends["v3"]
         early = {o: t for o, t in bound_at.items() if t <= last_answered}
