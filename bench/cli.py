@@ -5,7 +5,7 @@
                         [--workloads SchedulingBasic,...] [--qps Q --burst B]
     python -m bench run --suite pinned [--sizes 500,1000,5000] [--workloads ...]
                         [--schedulers upstream,ours-async,ceiling] [--shapes drain,arrival]
-                        [--rate 200] [--pods-scale 1.0] [--no-memory]
+                        [--rate 100] [--pods-scale 1.0] [--no-memory]
     python -m bench report [bench/results/FILE.json ...]
     python -m bench list
 

@@ -36,7 +36,9 @@ def add_arguments(r: argparse.ArgumentParser) -> None:
         default=",".join(pw.SHAPES),
         help="drain and/or arrival (each workload runs the shapes it is marked for)",
     )
-    g.add_argument("--rate", type=float, default=200.0, help="arrival creates per second")
+    g.add_argument(
+        "--rate", type=float, default=100.0, help="arrival creates per second (default 100)"
+    )
     g.add_argument(
         "--pods-scale", type=float, default=1.0, help="multiply every measured pod count"
     )

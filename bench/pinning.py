@@ -78,6 +78,20 @@ def preexec_for(cpus: frozenset[int]) -> Callable[[], None]:
     return pin
 
 
+def set_affinity_all_threads(pid: int, cpus: frozenset[int]) -> int:
+    """Re-pin every thread of a running process (a Go binary's threads each carry their
+    own mask; threads started later inherit their creator's). Twice over, so a thread
+    born while the first pass ran is caught by the second. Returns threads re-pinned."""
+    done = 0
+    for _ in range(2):
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                with contextlib.suppress(OSError):
+                    os.sched_setaffinity(int(task.name), cpus)
+                    done += 1
+    return done
+
+
 def parse_cpu_list(text: str) -> frozenset[int]:
     """The kernel's list format ("0", "0-3", "0,2-3") as a set."""
     out: set[int] = set()

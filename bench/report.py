@@ -248,8 +248,9 @@ pod**, beside pods/s and latency under an equal CPU budget:
   waited for its create); **start-up s** = contender start to first bind (exec, informer
   sync, first cycle), kept out of the per-pod figures;
 - **arrival**: the contender binds a warm-up pod, then the measured pods are created at
-  a fixed rate (`--rate`, default 200/s); pods/s = bound / (last bind - first create);
-  CPU per pod = CPU over that window / bound; p50/p99 = bind seen - create sent;
+  a fixed rate (`--rate`, default 100/s: below what one control-plane core sustains);
+  pods/s = bound / (last bind - first create); CPU per pod = CPU over that window /
+  bound; p50/p99 = bind seen - create sent;
 - **peak RSS**: the kernel's VmHWM of the contender; **victims / preemptor**: pods
   deleted in the run (init pods only: nothing else deletes them), charged to the
   preemptor bound on the victim's node;
@@ -463,5 +464,34 @@ def write_docs(files: Sequence[Path], docs_path: Path = DOCS, images: Path = IMA
         except ValueError:
             src = str(f)
         parts.append((doc, src, rel))
-    docs_path.write_text(render_markdown(parts))
+    text = render_markdown(parts)
+    if docs_path.exists():
+        have = {str(d.get("suite")) for d, _, _ in parts}
+        kept = [
+            body for name, body in suite_sections(docs_path.read_text()).items() if name not in have
+        ]
+        if kept:
+            text = text.rstrip("\n") + "\n\n" + "\n".join(kept)
+    docs_path.write_text(text)
     return [docs_path, *written]
+
+
+def suite_sections(markdown: str) -> dict[str, str]:
+    """The `## Suite `NAME`` sections of a generated page, by suite name. A suite whose
+    result file is not at hand keeps its section (result files are not committed, and a
+    page regenerated on another checkout must not lose what was measured before)."""
+    out: dict[str, str] = {}
+    name: str | None = None
+    lines: list[str] = []
+    for line in markdown.splitlines():
+        if line.startswith("## "):
+            if name is not None:
+                out[name] = "\n".join(lines).rstrip("\n") + "\n"
+            name, lines = None, []
+            if line.startswith("## Suite `"):
+                name = line.split("`")[1]
+        if name is not None:
+            lines.append(line)
+    if name is not None:
+        out[name] = "\n".join(lines).rstrip("\n") + "\n"
+    return out

@@ -141,7 +141,7 @@ def test_init_pods_are_bound_and_named_by_set_and_index() -> None:
     pods = list(pw.init_pods(w))
     assert [p["metadata"]["name"] for p in pods] == [f"init-low-{i}-g0" for i in range(7)]
     assert [p["metadata"]["labels"][pw.INIT_KEY_LABEL] for p in pods][:2] == ["low-0", "low-1"]
-    assert list(pw.init_pods(w, 3))[0]["metadata"]["name"] == "init-low-0-g3"
+    assert next(iter(pw.init_pods(w, 3)))["metadata"]["name"] == "init-low-0-g3"
     assert [p["spec"]["nodeName"] for p in pods[:4]] == ["node-0", "node-1", "node-2", "node-0"]
     assert all(p["metadata"]["labels"][pw.INIT_SET_LABEL] == "low" for p in pods)
     cpu = pods[0]["spec"]["containers"][0]["resources"]["requests"]["cpu"]
@@ -301,3 +301,25 @@ def test_plots_write_the_cpu_per_pod_figures(tmp_path: Path) -> None:
     assert [p.name for p in paths] == ["pinned-cpu-per-pod-basic.png", "pinned-cpu-per-pod.png"]
     assert all(p.stat().st_size > 1000 for p in paths)
     assert pinned_report.plots(_doc([]), tmp_path / "none") == []
+
+
+def test_a_suite_without_its_result_file_keeps_its_section(tmp_path: Path) -> None:
+    from bench import report
+
+    page = tmp_path / "benchmarks.md"
+    page.write_text(
+        "# Benchmarks\n\nintro\n\n## Suite `smoke`\n\n| a | b |\n\n"
+        "## Suite `pinned` (scheduler-bound)\n\nold pinned\n"
+    )
+    sections = report.suite_sections(page.read_text())
+    assert set(sections) == {"smoke", "pinned"}
+    assert "| a | b |" in sections["smoke"]
+    result = tmp_path / "pinned.json"
+    import json
+
+    result.write_text(json.dumps(_doc([_run(500, "SchedulingBasic", "drain", "upstream", 2.0)])))
+    report.write_docs([result], docs_path=page, images=tmp_path / "img")
+    text = page.read_text()
+    assert "## Suite `smoke`" in text and "| a | b |" in text  # kept
+    assert "old pinned" not in text  # replaced by the new result
+    assert text.count("## Suite `pinned`") == 1
