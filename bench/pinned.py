@@ -21,6 +21,14 @@ Shapes (bench/stats.py window_figures says exactly how each figure is cut):
 The ceiling (`python -m bench.binder`, pinned the same way) runs the drain shape of the
 workloads marked for it (SchedulingBasic). The Memory workload (5000 nodes, 20000 pods
 in the cache) runs after the plain workloads of the 5000-node size.
+
+Between runs (nothing measured) the control plane may use every core (`widen`), so
+restoring init sets and creating backlogs takes half the time; it is pinned back to its
+core(s) before the contender starts, and the masks the kernel then reports for every
+thread are kept in the run's result. The result file is rewritten after every run; the
+control plane and the contender die with the harness (Ctrl-C or SIGTERM stops a
+matrix without leaving processes behind). A size whose cluster cannot come up is
+recorded as such for each of its runs, and the matrix goes on with the next size.
 """
 
 from __future__ import annotations

@@ -64,6 +64,29 @@ def rows(doc: dict[str, Any]) -> dict[Key, dict[str, dict[str, Any]]]:
     return out
 
 
+def merge(docs: Sequence[dict[str, Any]], sources: Sequence[str]) -> dict[str, Any]:
+    """Several pinned result files as one: runs in file order (a later run of the same
+    size, workload, shape and contender replaces an earlier one), clusters by size."""
+    if not docs:
+        raise ValueError("nothing to merge")
+    out = dict(docs[-1])
+    latest: dict[tuple[Any, ...], dict[str, Any]] = {}
+    clusters: dict[str, Any] = {}
+    for d in docs:
+        clusters.update(d.get("clusters", {}))
+        for r in d.get("runs", []):
+            key = (r.get("size"), r["workload"]["name"], r.get("shape"), r.get("scheduler"))
+            latest.pop(key, None)  # keep file order, the later one wins
+            latest[key] = r
+    out["runs"] = list(latest.values())
+    out["clusters"] = clusters
+    out["command"] = " ; ".join(str(d.get("command")) for d in docs)
+    out["started"] = ", ".join(str(d.get("started")) for d in docs)
+    out["elapsed_s"] = round(sum(float(d.get("elapsed_s") or 0) for d in docs), 1)
+    out["sources"] = list(sources)
+    return out
+
+
 def ratios(by: dict[str, dict[str, Any]]) -> dict[str, float | None]:
     """ours / upstream for every metric of one (size, workload, shape)."""
     up, ours = by.get(UPSTREAM, {}), by.get(OURS, {})

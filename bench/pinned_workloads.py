@@ -36,6 +36,7 @@ Pure data and manifests: unit-tested without a cluster.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -160,13 +161,13 @@ def workloads_for(nodes: int, pods_scale: float = 1.0) -> list[PinnedWorkload]:
     out = [
         PinnedWorkload(
             "SchedulingBasic", nodes, "plain", plain_init, "plain",
-            m(3000 if big else 2 * nodes if nodes > 500 else 1000),
+            m(2000 if big else 2 * nodes if nodes > 500 else 1000),
             shapes=("drain", "arrival"), ceiling=True,
             upstream="misc/performance-config.yaml SchedulingBasic",
         ),
         PinnedWorkload(
             "SchedulingNodeAffinity", nodes, "plain", plain_init, "node-affinity",
-            m(2000 if big else 1000),
+            m(1500 if big else 1000),
             upstream="affinity/performance-config.yaml SchedulingNodeAffinity",
         ),
         PinnedWorkload(
@@ -174,13 +175,13 @@ def workloads_for(nodes: int, pods_scale: float = 1.0) -> list[PinnedWorkload]:
             upstream="topology_spreading/performance-config.yaml TopologySpreading",
         ),
         PinnedWorkload(
-            "Unschedulable", nodes, "plain", plain_init, "plain", m(2000 if big else 1000),
+            "Unschedulable", nodes, "plain", plain_init, "plain", m(1500 if big else 1000),
             churn="unschedulable", churn_interval_s=0.2, churn_max=400,
             upstream="default_preemption/performance-config.yaml Unschedulable",
         ),
         PinnedWorkload(
             "SchedulingWithMixedChurn", nodes, "plain", plain_init, "plain",
-            m(2000 if big else 1000), churn="mixed", churn_interval_s=1.0, churn_max=120,
+            m(1500 if big else 1000), churn="mixed", churn_interval_s=1.0, churn_max=120,
             shapes=("drain", "arrival"),
             upstream="misc/performance-config.yaml SchedulingWithMixedChurn",
         ),
@@ -198,12 +199,15 @@ def workloads_for(nodes: int, pods_scale: float = 1.0) -> list[PinnedWorkload]:
             upstream="default_preemption/performance-config.yaml PreemptionBasic",
         ),
         PinnedWorkload(
-            "PreemptionAsync", nodes, "low", 4 * nodes, "plain", m(2000 if big else 1000),
+            "PreemptionAsync", nodes, "low", 4 * nodes, "plain", m(1500 if big else 1000),
             churn="preemptor", churn_interval_s=0.2, churn_max=nodes,
             upstream="default_preemption/performance-config.yaml PreemptionAsync",
         ),
     ]  # fmt: skip
-    return out
+    # a deadline only cuts a run that went wrong: generous, more so at 5000 nodes where a
+    # loaded control-plane core slows every bind
+    timeout = 300.0 if big else 150.0
+    return [dataclasses.replace(w, timeout_s=timeout) for w in out]
 
 
 def memory_workload(nodes: int = 5000, total_pods: int = 20000) -> PinnedWorkload:
@@ -212,7 +216,7 @@ def memory_workload(nodes: int = 5000, total_pods: int = 20000) -> PinnedWorkloa
     measured = total_pods // 4
     return PinnedWorkload(
         "Memory", nodes, "plain", total_pods - measured, "plain", measured,
-        timeout_s=240.0, upstream="misc/performance-config.yaml SchedulingBasic (shape)",
+        timeout_s=400.0, upstream="misc/performance-config.yaml SchedulingBasic (shape)",
     )  # fmt: skip
 
 

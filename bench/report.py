@@ -259,7 +259,15 @@ pod**, beside pods/s and latency under an equal CPU budget:
   where and why the shapes differ), plus **Memory**: 5000 nodes with 20000 pods in the
   scheduler's cache (15000 bound before it starts, 5000 drained by it);
 - subsets: `--sizes 500,1000`, `--workloads SchedulingBasic,...`, `--schedulers
-  upstream,ours-async`, `--shapes drain`, `--pods-scale 0.5`, `--no-memory`.
+  upstream,ours-async`, `--shapes drain`, `--pods-scale 0.5`, `--no-memory`; the
+  terminal shows which run of how many, elapsed time and pods bound so far. Several
+  pinned result files (sizes run apart, one workload rerun) make one section:
+  `python -m bench report bench/results/pinned-A.json bench/results/pinned-B.json`
+  (a later run of the same size, workload, shape and contender replaces an earlier
+  one); sections of suites whose result files are not given are kept as they were;
+- the figures: `docs/benchmarks/pinned-cpu-per-pod-basic.png` (SchedulingBasic) and
+  `docs/benchmarks/pinned-cpu-per-pod.png` (every workload), CPU ms per bound pod
+  against node count, drain shape.
 
 ## The end-to-end suites (smoke, default)
 
@@ -452,17 +460,26 @@ def _plots(doc: dict[str, Any], folder: Path) -> list[Path]:
 def write_docs(files: Sequence[Path], docs_path: Path = DOCS, images: Path = IMAGES) -> list[Path]:
     parts = []
     written: list[Path] = []
+    loaded = []
     for f in files:
-        doc = json.loads(f.read_text())
+        try:
+            src = str(f.resolve().relative_to(ROOT))
+        except ValueError:
+            src = str(f)
+        loaded.append((json.loads(f.read_text()), src))
+    pinned = [(d, src) for d, src in loaded if _is_pinned(d)]
+    if len(pinned) > 1:
+        # several pinned result files (sizes run apart, a rerun of one workload) make
+        # one section: the page has one table per size
+        merged = pinned_report.merge([d for d, _ in pinned], [src for _, src in pinned])
+        loaded = [(d, src) for d, src in loaded if not _is_pinned(d)]
+        loaded.insert(0, (merged, ", ".join(src for _, src in pinned)))
+    for doc, src in loaded:
         if not doc.get("runs"):
             continue
         pngs = pinned_report.plots(doc, images) if _is_pinned(doc) else _plots(doc, images)
         written += pngs
         rel = [str(p.relative_to(docs_path.parent)) for p in pngs]
-        try:
-            src = str(f.resolve().relative_to(ROOT))
-        except ValueError:
-            src = str(f)
         parts.append((doc, src, rel))
     text = render_markdown(parts)
     if docs_path.exists():

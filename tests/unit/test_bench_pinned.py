@@ -323,3 +323,22 @@ def test_a_suite_without_its_result_file_keeps_its_section(tmp_path: Path) -> No
     assert "## Suite `smoke`" in text and "| a | b |" in text  # kept
     assert "old pinned" not in text  # replaced by the new result
     assert text.count("## Suite `pinned`") == 1
+
+
+def test_merge_makes_one_doc_and_a_later_run_replaces_an_earlier_one() -> None:
+    a = _doc([_run(500, "SchedulingBasic", "drain", "upstream", 2.0)])
+    a["elapsed_s"] = 10.0
+    b = _doc(
+        [
+            _run(500, "SchedulingBasic", "drain", "upstream", 4.0),
+            _run(5000, "SchedulingBasic", "drain", "upstream", 6.0),
+        ]
+    )
+    b["clusters"] = {"5000": {"cluster_up_s": 9.0}}
+    b["elapsed_s"] = 5.0
+    m = pinned_report.merge([a, b], ["a.json", "b.json"])
+    assert [r["measured"]["cpu_ms_per_pod"] for r in m["runs"]] == [4.0, 6.0]
+    assert set(m["clusters"]) == {"500", "5000"}
+    assert m["elapsed_s"] == 15.0
+    with pytest.raises(ValueError):
+        pinned_report.merge([], [])
