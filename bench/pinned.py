@@ -37,6 +37,7 @@ import asyncio
 import contextlib
 import dataclasses
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -392,6 +393,9 @@ class Session:
             result.update(_figures(w, shape, contender, rec, started, created, churned, monitor))
             result["process"]["affinity"] = affinity
             result["process"]["gomaxprocs"] = env.get("GOMAXPROCS")
+            if contender == "upstream":
+                # what the binary itself reports at start ("Golang settings" line)
+                result["process"]["gomaxprocs_logged"] = _logged_gomaxprocs(monitor.log)
             result["phases"] = phases
             result["watch_restarts"] = rec.restarts
             result["ok"] = bool(result["measured"]["complete"] and alive_at_end)
@@ -578,6 +582,16 @@ async def _wait(pred: Callable[[], bool], limit_s: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out after {limit_s:.0f}s waiting for {what}")
         await asyncio.sleep(0.05)
+
+
+def _logged_gomaxprocs(log: Path) -> str | None:
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return None
+    # the log is appended to by every run: the last start is this run's
+    found = re.findall(r'"Golang settings".*?GOMAXPROCS="([^"]*)"', text)
+    return found[-1] if found else None
 
 
 def _rfc3339(text: str) -> float:

@@ -139,6 +139,13 @@ def render(doc: dict[str, Any], source: str, images: Sequence[str] = ()) -> str:
             if _get(r, ("process", "affinity"))
         }
     )
+    logged = sorted(
+        {
+            str(_get(r, ("process", "gomaxprocs_logged")))
+            for r in doc.get("runs", [])
+            if _get(r, ("process", "gomaxprocs_logged")) is not None
+        }
+    )
     lines = [
         "## Suite `pinned` (scheduler-bound)",
         "",
@@ -151,7 +158,8 @@ def render(doc: dict[str, Any], source: str, images: Sequence[str] = ()) -> str:
         f"- pinning: contender on CPU {pin.get('contender_cpus')} (GOMAXPROCS "
         f"{pin.get('contender_gomaxprocs')} for kube-scheduler), control plane and harness "
         f"on CPU {pin.get('control_plane_cpus')}; the contender's threads as the kernel "
-        f"reported them during the runs: {', '.join(contender_masks) or '-'}",
+        f"reported them during the runs: {', '.join(contender_masks) or '-'}; "
+        f"GOMAXPROCS kube-scheduler logged at start: {', '.join(logged) or '-'}",
         f"- every contender: clientConnection qps {o.get('qps')}, burst {o.get('burst')}; "
         f"arrival shape at {o.get('arrival_rate')} creates/s; measured pod counts x"
         f"{o.get('pods_scale')}; nodes {'kwok-managed' if o.get('kwok_nodes') else 'static'}",

@@ -251,6 +251,12 @@ pod**, beside pods/s and latency under an equal CPU budget:
   a fixed rate (`--rate`, default 100/s: below what one control-plane core sustains);
   pods/s = bound / (last bind - first create); CPU per pod = CPU over that window /
   bound; p50/p99 = bind seen - create sent;
+- **nodes**: kwok-managed (kwok's stages here: node-initialize, pod-ready,
+  pod-complete, pod-delete): kwok marks every bound pod Running, one status write per
+  pod that both schedulers then receive as an update, as from a kubelet; it keeps no
+  node leases and writes no node heartbeats (the clusters table counts the leases and
+  shows the idle control plane's CPU at each size). `--no-kwok-nodes` makes static
+  nodes, as scheduler_perf's (no kubelet, no pod status writes);
 - **peak RSS**: the kernel's VmHWM of the contender; **victims / preemptor**: pods
   deleted in the run (init pods only: nothing else deletes them), charged to the
   preemptor bound on the victim's node;

@@ -212,7 +212,11 @@ def _run(size: int, workload: str, shape: str, contender: str, cpu: float, **kw:
             "created": 10,
             "startup_s": 1.0,
         },
-        "process": {"peak_rss_mib": kw.get("rss", 100.0), "affinity": [[1]]},
+        "process": {
+            "peak_rss_mib": kw.get("rss", 100.0),
+            "affinity": [[1]],
+            "gomaxprocs_logged": "1",
+        },
         "host": {"loadavg_1m": 1.0},
     }
     if "victims" in kw:
@@ -285,6 +289,7 @@ def test_render_puts_both_schedulers_side_by_side_with_the_ratio() -> None:
     assert "| 900 |" in next(x for x in text.splitlines() if x.startswith("| SchedulingBasic"))
     assert "SchedulingBasic drain x upstream: only 3/10" in text
     assert "CPU [1]" in text and "[[1]]" in text
+    assert "GOMAXPROCS kube-scheduler logged at start: 1" in text
     assert "![a](benchmarks/a.png)" in text
 
 
