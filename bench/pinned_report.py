@@ -256,7 +256,8 @@ def plots(doc: dict[str, Any], folder: Path) -> list[Path]:
         sizes = sorted({x for pts in curves.get(workload, {}).values() for x, _ in pts})
         ax.set_xticks(sizes, [str(s) for s in sizes])
         ax.minorticks_off()
-        ax.set_ylim(bottom=0)
+        top = max((y for pts in curves.get(workload, {}).values() for _, y in pts), default=1.0)
+        ax.set_ylim(0, top * 1.15)
         ax.grid(alpha=0.3)
 
     if "SchedulingBasic" in curves:
@@ -274,7 +275,8 @@ def plots(doc: dict[str, Any], folder: Path) -> list[Path]:
     names = sorted(curves)
     cols = min(3, len(names))
     nrows = (len(names) + cols - 1) // cols
-    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.2 * nrows), squeeze=False)
+    width = max(4.2 * cols, 7.5)  # room for the title over a single panel
+    fig, axes = plt.subplots(nrows, cols, figsize=(width, 3.2 * nrows + 0.4), squeeze=False)
     for i, w in enumerate(names):
         ax = axes[i // cols][i % cols]
         draw(ax, w)
@@ -284,7 +286,7 @@ def plots(doc: dict[str, Any], folder: Path) -> list[Path]:
     for j in range(len(names), nrows * cols):
         axes[j // cols][j % cols].axis("off")
     axes[0][0].legend(fontsize=8)
-    fig.suptitle("Scheduler CPU per bound pod against node count (drain, pinned)")
+    fig.suptitle("Scheduler CPU per bound pod against node count (drain, pinned)", fontsize=11)
     fig.tight_layout()
     path = folder / "pinned-cpu-per-pod.png"
     fig.savefig(path, dpi=80)
