@@ -241,6 +241,16 @@ def _list(_: argparse.Namespace) -> int:
             f"{w.measured_pods:>5} measured ({w.measured}){churn}; shapes "
             f"{','.join(w.shapes)}{' + ceiling' if w.ceiling else ''}"
         )
+    from bench.pinned import matrix, matrix_cost
+
+    todo = matrix(
+        pinned_workloads.select(), list(pinned_cli.DEFAULT_SCHEDULERS), ["drain", "arrival"]
+    )
+    for size, c in matrix_cost(todo).items():
+        print(
+            f"  {size:>5} nodes: {c['runs']} runs, {c['scheduled']} pods scheduled, "
+            f"{c['created']} pods created by the harness"
+        )
     return 0
 
 

@@ -620,6 +620,25 @@ def matrix(
     return out
 
 
+def matrix_cost(todo: list[tuple[pw.PinnedWorkload, str, str]]) -> dict[int, dict[str, int]]:
+    """Per size: runs, pods the contenders schedule, and pods the harness creates (init
+    sets as the run order rebuilds or tops them up, drain backlogs, arrival pods; victims
+    recreated are not counted). The wall time of a matrix follows these counts."""
+    out: dict[int, dict[str, int]] = {}
+    prev: pw.PinnedWorkload | None = None
+    for w, *_ in todo:
+        c = out.setdefault(w.nodes, {"runs": 0, "scheduled": 0, "created": 0})
+        c["runs"] += 1
+        c["scheduled"] += w.measured_pods
+        c["created"] += w.measured_pods
+        if prev is None or (prev.nodes, prev.init_set) != (w.nodes, w.init_set):
+            c["created"] += w.init_pods
+        elif w.init_pods > prev.init_pods:
+            c["created"] += w.init_pods - prev.init_pods
+        prev = w
+    return out
+
+
 async def run_suite(
     workloads: list[pw.PinnedWorkload],
     schedulers: list[str],

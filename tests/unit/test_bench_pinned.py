@@ -347,3 +347,17 @@ def test_merge_makes_one_doc_and_a_later_run_replaces_an_earlier_one() -> None:
     assert m["elapsed_s"] == 15.0
     with pytest.raises(ValueError):
         pinned_report.merge([], [])
+
+
+def test_matrix_cost_counts_init_sets_once_per_run_of_the_same_set() -> None:
+    from bench.pinned import matrix_cost
+
+    basic = pw.PinnedWorkload("A", 10, "plain", 10, "plain", 5, shapes=("drain", "arrival"))
+    topped = pw.PinnedWorkload("M", 10, "plain", 30, "plain", 7)
+    low = pw.PinnedWorkload("P", 10, "low", 40, "preemptor", 2)
+    todo = matrix([basic, topped, low], ["upstream", "ours-async"], ["drain", "arrival"])
+    cost = matrix_cost(todo)[10]
+    assert cost["runs"] == 2 * 2 + 2 + 2
+    assert cost["scheduled"] == 4 * 5 + 2 * 7 + 2 * 2
+    # init: 10 plain once, topped up by 20, 40 low once; plus every measured pod
+    assert cost["created"] == 10 + 20 + 40 + cost["scheduled"]
