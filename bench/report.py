@@ -230,8 +230,10 @@ smoke` or `--suite default` measure anew and regenerate it at the end.
 ## The scheduler-bound ("pinned") suite
 
 `python -m bench run --suite pinned` (bench/pinned.py; `python -m bench list` shows the
-matrix). The figure that compares schedulers is **scheduler CPU milliseconds per bound
-pod**, beside pods/s and latency under an equal CPU budget:
+matrix and what it costs per size: runs, pods scheduled, pods the harness creates; the
+wall time follows those counts, `--pods-scale 0.5` halves the measured ones). The
+figure that compares schedulers is **scheduler CPU milliseconds per bound pod**, beside
+pods/s and latency under an equal CPU budget:
 - **pinning**: every contender (upstream kube-scheduler, ours-async, the raw-bind ceiling
   `python -m bench.binder`) runs on one core of its own (CPU 1, set in the child before
   exec; kube-scheduler also gets GOMAXPROCS=1); etcd, kube-apiserver,
