@@ -227,10 +227,14 @@ class Session:
             f"{label}: restoring the init set ({len(missing)} to create, {len(extra)} to delete)",
             True,
         )
-        await _delete_pods(api, extra, self.opts.concurrency)
+        for i in range(0, len(extra), 1000):
+            await _delete_pods(api, extra[i : i + 1000], self.opts.concurrency)
+            progress(f"{label}: {min(i + 1000, len(extra))}/{len(extra)} pods deleted", False)
         await self._delete_churn_objects()
         t_deleted = time.monotonic()
-        fails = await create_pods(api, missing, self.opts.concurrency)
+        fails = await _create_in_steps(
+            api, missing, self.opts.concurrency, None, progress, f"{label}: init pods"
+        )
         if fails:
             raise RuntimeError(f"{fails} init pods could not be created")
         # the namespace must hold exactly the init set before the contender starts
@@ -306,7 +310,9 @@ class Session:
             if shape == "drain":
                 t = time.monotonic()
                 progress(f"{label}: creating the {n} measured pods (backlog)", True)
-                fails = await create_pods(api, manifests, self.opts.concurrency, created)
+                fails = await _create_in_steps(
+                    api, manifests, self.opts.concurrency, created, progress, f"{label}: backlog"
+                )
                 if fails:
                     raise RuntimeError(f"{fails} measured pods could not be created")
                 await _wait(lambda: sum(1 for x in created if x in rec.pods) == n, 120,
@@ -534,6 +540,23 @@ async def _retrying(call: Callable[[], Any], attempts: int = 5) -> Any:
                 raise
         await asyncio.sleep(0.2 * (attempt + 1))
     return None
+
+
+async def _create_in_steps(
+    api: Api,
+    manifests: list[dict[str, Any]],
+    concurrency: int,
+    created: dict[str, float] | None,
+    progress: Progress,
+    what: str,
+    step: int = 1000,
+) -> int:
+    """create_pods, a thousand at a time, saying how far it got."""
+    fails = 0
+    for i in range(0, len(manifests), step):
+        fails += await create_pods(api, manifests[i : i + step], concurrency, created)
+        progress(f"{what} {min(i + step, len(manifests))}/{len(manifests)} created", False)
+    return fails
 
 
 async def _delete_pods(api: Api, names: Iterable[str], concurrency: int) -> None:
