@@ -114,6 +114,29 @@ def cpu_curves(
     return out
 
 
+def not_held(doc: dict[str, Any]) -> list[str]:
+    """For each workload and contender that failed at some size: the sizes it failed at
+    and the largest size where it completed (what the machine could not hold, said)."""
+    done: dict[tuple[str, str], set[int]] = {}
+    failed: dict[tuple[str, str], set[int]] = {}
+    for (size, workload, _), by in rows(doc).items():
+        for contender, row in by.items():
+            key = (workload, contender)
+            if row["ok"]:
+                done.setdefault(key, set()).add(size)
+            if row["ok"] < row["runs"]:
+                failed.setdefault(key, set()).add(size)
+    out = []
+    for (workload, contender), sizes in sorted(failed.items()):
+        ok = sorted(done.get((workload, contender), set()))
+        largest = f"largest size that ran: {ok[-1]} nodes" if ok else "no size ran"
+        out.append(
+            f"{workload} x {contender}: did not complete at "
+            f"{', '.join(str(s) for s in sorted(sizes))} nodes ({largest})"
+        )
+    return out
+
+
 def _num(v: Any, digits: int) -> str:
     return "-" if v is None else f"{v:.{digits}f}"
 
@@ -221,6 +244,10 @@ def render(doc: dict[str, Any], source: str, images: Sequence[str] = ()) -> str:
                 f"{_pair(by, 'startup_s', 1)} |"
             )
     errors = [(k, c, e) for k, by in table.items() for c, row in by.items() for e in row["errors"]]
+    held = not_held(doc)
+    if held:
+        lines += ["", "What this machine could not hold:", ""]
+        lines += [f"- {x}" for x in held]
     if errors:
         lines += ["", "Runs that did not complete (their figures are left out above):", ""]
         lines += [f"- {s} nodes {w} {sh} x {c}: {e}" for (s, w, sh), c, e in errors]

@@ -361,3 +361,19 @@ def test_matrix_cost_counts_init_sets_once_per_run_of_the_same_set() -> None:
     assert cost["scheduled"] == 4 * 5 + 2 * 7 + 2 * 2
     # init: 10 plain once, topped up by 20, 40 low once; plus every measured pod
     assert cost["created"] == 10 + 20 + 40 + cost["scheduled"]
+
+
+def test_what_the_machine_could_not_hold_is_said_with_the_largest_size_that_ran() -> None:
+    doc = _doc(
+        [
+            _run(500, "SchedulingPodAffinity", "drain", "ours-async", 9.0),
+            _run(1000, "SchedulingPodAffinity", "drain", "ours-async", 9.0),
+            _run(5000, "SchedulingPodAffinity", "drain", "ours-async", 0.0, ok=False),
+            _run(5000, "SchedulingPodAffinity", "drain", "upstream", 3.0),
+        ]
+    )
+    assert pinned_report.not_held(doc) == [
+        "SchedulingPodAffinity x ours-async: did not complete at 5000 nodes "
+        "(largest size that ran: 1000 nodes)"
+    ]
+    assert "What this machine could not hold:" in pinned_report.render(doc, "x.json")
