@@ -218,7 +218,9 @@ class Session:
         extra = []
         for p in listing["items"]:
             key = (p["metadata"].get("labels") or {}).get(pw.INIT_KEY_LABEL)
-            if key in wanted and key not in kept:
+            # a pod on its way out (a victim kwok has not finished) is replaced
+            going = bool(p["metadata"].get("deletionTimestamp"))
+            if key in wanted and key not in kept and not going:
                 kept.add(key)
             else:
                 extra.append(p["metadata"]["name"])
