@@ -60,6 +60,23 @@ def add_arguments(r: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, machine: dict[str, Any], versions_of: Any) -> int:
     import os
 
+    ignored = [
+        flag
+        for flag, given in (
+            ("--nodes", args.nodes is not None),
+            ("--pods", args.pods is not None),
+            ("--repeat", args.repeat != 1),
+            ("--delete-latency", bool(args.delete_latency)),
+        )
+        if given
+    ]
+    if ignored:
+        print(
+            f"bench: {', '.join(ignored)} do not apply to the pinned suite "
+            "(it takes --sizes and --pods-scale; run it again for another repetition)",
+            file=sys.stderr,
+        )
+        return 2
     try:
         sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
         shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
