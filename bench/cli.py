@@ -3,8 +3,14 @@
     python -m bench run --suite smoke [--nodes N] [--pods N] [--repeat K]
                         [--schedulers upstream,ours-async,ours-sync,ceiling]
                         [--workloads SchedulingBasic,...] [--qps Q --burst B]
+    python -m bench run --suite pinned [--sizes 500,1000,5000] [--workloads ...]
+                        [--schedulers upstream,ours-async,ceiling] [--shapes drain,arrival]
+                        [--rate 100] [--pods-scale 1.0] [--no-memory]
     python -m bench report [bench/results/FILE.json ...]
     python -m bench list
+
+The pinned suite (scheduler-bound: each contender on a core of its own, one cluster per
+size) is described in bench/pinned.py.
 
 `run` writes bench/results/<suite>-<UTC time>.json (after every single run, so an
 interrupted suite keeps what it measured), then regenerates docs/benchmarks.md and
@@ -26,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import procs, report
+from bench import pinned_cli, pinned_workloads, procs, report
 from bench.runner import Options, run_one
 from bench.workloads import SUITES, suite
 
@@ -63,7 +69,7 @@ def _versions(bin_dir: Path) -> dict[str, str]:
         name: procs.version_of([str(bin_dir / name), "--version"])
         for name in ("kube-apiserver", "kube-scheduler", "etcd", "kwok")
     }
-    v["kube-async-scheduler"] = procs.version_of([str(procs.OURS_CLI), "--version"])
+    v["kube-async-scheduler"] = procs.version_of([*procs.OURS_CLI, "--version"])
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
@@ -103,6 +109,10 @@ def _run(args: argparse.Namespace) -> int:
     except ClusterError as exc:
         print(f"bench: {exc}", file=sys.stderr)
         return 1
+    if args.suite == "pinned":
+        return pinned_cli.run(args, _machine(), lambda: _versions(bins.bin_dir))
+    if args.schedulers is None:
+        args.schedulers = ",".join(procs.SCHEDULERS)
     try:
         workloads = suite(
             args.suite, args.nodes, args.pods, args.workloads.split(",") if args.workloads else None
@@ -223,6 +233,24 @@ def _list(_: argparse.Namespace) -> int:
                 f"  {w.name:<16} {w.nodes} nodes, {w.init_pods} init, "
                 f"{w.measured_pods} measured{churn}, deadline {w.timeout_s:.0f}s"
             )
+    print("suite pinned (one cluster per size; --sizes, --pods-scale rescale):")
+    for w in pinned_workloads.select():
+        churn = f", churn {w.churn} every {w.churn_interval_s:g}s" if w.churn else ""
+        print(
+            f"  {w.nodes:>5} nodes {w.name:<26} {w.init_pods:>5} init ({w.init_set}), "
+            f"{w.measured_pods:>5} measured ({w.measured}){churn}; shapes "
+            f"{','.join(w.shapes)}{' + ceiling' if w.ceiling else ''}"
+        )
+    from bench.pinned import matrix, matrix_cost
+
+    todo = matrix(
+        pinned_workloads.select(), list(pinned_cli.DEFAULT_SCHEDULERS), ["drain", "arrival"]
+    )
+    for size, c in matrix_cost(todo).items():
+        print(
+            f"  {size:>5} nodes: {c['runs']} runs, {c['scheduled']} pods scheduled, "
+            f"{c['created']} pods created by the harness"
+        )
     return 0
 
 
@@ -230,11 +258,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a suite")
-    r.add_argument("--suite", default="smoke", choices=sorted(SUITES))
+    r.add_argument("--suite", default="smoke", choices=[*sorted(SUITES), "pinned"])
     r.add_argument("--nodes", type=int, help="node count for every workload")
     r.add_argument("--pods", type=int, help="measured pods for every workload")
     r.add_argument("--repeat", type=int, default=1)
-    r.add_argument("--schedulers", default=",".join(procs.SCHEDULERS))
+    r.add_argument(
+        "--schedulers",
+        help=f"default: {','.join(procs.SCHEDULERS)} "
+        f"(pinned: {','.join(pinned_cli.DEFAULT_SCHEDULERS)})",
+    )
     r.add_argument("--workloads", help="comma-separated subset of the suite's workloads")
     r.add_argument(
         "--qps",
@@ -258,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", help="result file (default bench/results/<suite>-<time>.json)")
     r.add_argument("--no-docs", action="store_true", help="do not regenerate docs/")
     r.add_argument("--keep", action="store_true", help="keep each run's directory and logs")
+    pinned_cli.add_arguments(r)
     r.set_defaults(fn=_run)
     rep = sub.add_parser("report", help="regenerate docs/benchmarks.md from result files")
     rep.add_argument("files", nargs="*")

@@ -13,6 +13,8 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,9 @@ from bench.workloads import SCHEDULER_NAME
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEDULERS = ("upstream", "ours-async", "ours-sync", "ceiling")
-OURS_CLI = ROOT / ".venv" / "bin" / "kube-async-scheduler"
+# `python -m scheduler` of this checkout (PYTHONPATH=ROOT below), run by the interpreter
+# running the harness: a worktree without a venv of its own benchmarks its own code
+OURS_CLI = (sys.executable, "-m", "scheduler")
 
 
 def scheduler_config(contender: str, kubeconfig: Path, qps: float, burst: int) -> dict[str, Any]:
@@ -55,11 +59,14 @@ def scheduler_config(contender: str, kubeconfig: Path, qps: float, burst: int) -
 
 def ours_available() -> tuple[bool, str]:
     """Whether `kube-async-scheduler run` exists in this checkout's venv yet."""
-    if not OURS_CLI.exists():
-        return False, f"{OURS_CLI} not found"
     try:
         res = subprocess.run(
-            [str(OURS_CLI), "run", "--help"], capture_output=True, text=True, timeout=60
+            [*OURS_CLI, "run", "--help"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+            env=ours_env(),
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, str(exc)
@@ -68,9 +75,17 @@ def ours_available() -> tuple[bool, str]:
     return True, ""
 
 
+def ours_env() -> dict[str, str]:
+    """The environment our scheduler runs in: this checkout first on the import path."""
+    path = os.environ.get("PYTHONPATH", "")
+    return {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{path}" if path else str(ROOT)}
+
+
 def version_of(argv: list[str]) -> str:
     try:
-        res = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        res = subprocess.run(
+            argv, capture_output=True, text=True, timeout=30, cwd=ROOT, env=ours_env()
+        )
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     if res.returncode != 0:
@@ -105,7 +120,7 @@ def command_for(
         return [str(bin_dir / "kube-scheduler"), f"--config={cfg}", "--secure-port=0", "-v=1"]
     if contender in ("ours-async", "ours-sync"):
         return [
-            str(OURS_CLI),
+            *OURS_CLI,
             "run",
             "--config",
             str(cfg),
@@ -121,15 +136,24 @@ def command_for(
 
 @dataclass
 class Monitor:
-    """A child process with psutil sampling (every `interval` s) of RSS and CPU time."""
+    """A child process with psutil sampling (every `interval` s) of RSS and CPU time.
+
+    `preexec` runs in the child before exec (the pinned suite pins it there); `env` is
+    added to this process's environment. With `keep_series`, every CPU sample is kept as
+    (monotonic time, CPU seconds) so figures can be cut to any window afterwards."""
 
     name: str
     argv: list[str]
     log: Path
     interval: float = 0.25
+    preexec: Callable[[], None] | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    keep_series: bool = False
     proc: subprocess.Popen[bytes] | None = None
     peak_rss: int = 0
     marks: dict[str, float] = field(default_factory=dict)
+    series: list[tuple[float, float]] = field(default_factory=list)
+    started_at: float = 0.0
     _ps: psutil.Process | None = None
     _task: asyncio.Task[None] | None = None
     cpu_total: float = 0.0
@@ -137,7 +161,11 @@ class Monitor:
 
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
+        if self.argv[:3] == list(OURS_CLI):
+            env["PYTHONPATH"] = ours_env()["PYTHONPATH"]
         with self.log.open("ab") as out:
+            self.started_at = time.monotonic()
             self.proc = subprocess.Popen(
                 self.argv,
                 stdin=subprocess.DEVNULL,
@@ -145,9 +173,12 @@ class Monitor:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 cwd=ROOT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                env=env,
+                preexec_fn=self.preexec,
             )
         self._ps = psutil.Process(self.proc.pid)
+        if self.keep_series:
+            self.series.append((self.started_at, 0.0))
         self._task = asyncio.create_task(self._sample())
 
     def alive(self) -> bool:
@@ -178,10 +209,16 @@ class Monitor:
 
     async def _sample(self) -> None:
         assert self._ps is not None
+        n = 0
         while self.alive():
             with contextlib.suppress(psutil.Error):
-                self.peak_rss = max(self.peak_rss, self._ps.memory_info().rss, self._hwm())
-                self.cpu_seconds()
+                # VmHWM is the kernel's own peak: reading it now and then is enough
+                if n % 10 == 0:
+                    self.peak_rss = max(self.peak_rss, self._ps.memory_info().rss, self._hwm())
+                cpu = self.cpu_seconds()
+                if self.keep_series:
+                    self.series.append((time.monotonic(), cpu))
+            n += 1
             await asyncio.sleep(self.interval)
 
     async def stop(self, grace_s: float = 15.0) -> None:
@@ -189,7 +226,9 @@ class Monitor:
             return
         if self.alive():
             self.peak_rss = max(self.peak_rss, self._hwm())
-            self.cpu_seconds()
+            cpu = self.cpu_seconds()
+            if self.keep_series:
+                self.series.append((time.monotonic(), cpu))
             self.proc.send_signal(signal.SIGTERM)
             try:
                 await asyncio.to_thread(self.proc.wait, grace_s)

@@ -109,3 +109,84 @@ def timeline(times: Sequence[float], origin: float, step: float = 1.0) -> list[t
         out.append((round(t, 3), i))
         t += step
     return out
+
+
+# ----- the pinned suite ---------------------------------------------------------------------
+def value_at(series: Sequence[tuple[float, float]], t: float) -> float | None:
+    """A cumulative counter sampled as (time, value), read at time t by linear
+    interpolation between the samples around it (clamped to the first/last sample)."""
+    if not series:
+        return None
+    if t <= series[0][0]:
+        return series[0][1]
+    if t >= series[-1][0]:
+        return series[-1][1]
+    lo, hi = 0, len(series) - 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if series[mid][0] <= t:
+            lo = mid
+        else:
+            hi = mid
+    (t0, v0), (t1, v1) = series[lo], series[hi]
+    if t1 == t0:
+        return v1
+    return v0 + (v1 - v0) * (t - t0) / (t1 - t0)
+
+
+def window_figures(
+    shape: str,
+    started: float,
+    created: Mapping[str, float],
+    bound: Mapping[str, float],
+    cpu_series: Sequence[tuple[float, float]],
+) -> dict[str, Any]:
+    """Throughput, create-to-bind latency and CPU per bound pod of one pinned run.
+
+    drain (every measured pod existed before the contender started at `started`):
+      window = first bind .. last bind; pods/s = (bound - 1) / window (the first bind
+      opens the window, as for the ceiling); CPU per pod = CPU in the window / (bound -
+      1); latency = bind seen - contender start (no pod waited for its create).
+      Start-up (exec, informer sync, the first cycle) is reported apart: `startup_s`
+      and `startup_cpu_s`, from the contender's start to the first bind.
+    arrival (pods created at a fixed rate after the contender had bound a warm-up pod):
+      window = first create .. last bind; pods/s = bound / window; CPU per pod = CPU in
+      the window / bound; latency = bind seen - create sent.
+    """
+    if shape not in ("drain", "arrival"):
+        raise ValueError(f"unknown shape {shape!r}")
+    names = [n for n in created if n in bound]
+    times = sorted(bound[n] for n in names)
+    out: dict[str, Any] = {
+        "created": len(created),
+        "bound": len(names),
+        "complete": bool(created) and len(names) == len(created),
+        "throughput": None,
+        "latency_s": latency_summary([]),
+        "window_s": None,
+        "cpu_s_window": None,
+        "cpu_ms_per_pod": None,
+        "startup_s": None,
+        "startup_cpu_s": None,
+    }
+    if not times:
+        return out
+    if shape == "drain":
+        lat = [bound[n] - started for n in names]
+        t0, t1, pods = times[0], times[-1], len(times) - 1
+        out["startup_s"] = t0 - started
+        out["startup_cpu_s"] = value_at(cpu_series, t0)
+    else:
+        lat = [bound[n] - created[n] for n in names]
+        t0, t1, pods = min(created.values()), times[-1], len(times)
+    out["latency_s"] = latency_summary(lat)
+    span = t1 - t0
+    out["window_s"] = span
+    if span > 0 and pods > 0:
+        out["throughput"] = pods / span
+    c0, c1 = value_at(cpu_series, t0), value_at(cpu_series, t1)
+    if c0 is not None and c1 is not None:
+        out["cpu_s_window"] = c1 - c0
+        if pods > 0:
+            out["cpu_ms_per_pod"] = (c1 - c0) * 1000.0 / pods
+    return out

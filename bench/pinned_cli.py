@@ -1,0 +1,186 @@
+"""`python -m bench run --suite pinned ...`: options, the result file, progress.
+
+The result file (bench/results/pinned-<UTC time>.json, rewritten after every run so an
+interrupted matrix keeps what it measured) holds the machine, the versions, the pinning
+plan, per size the cluster's start-up figures and idle control-plane load, and one
+entry per run (size, workload, shape, contender)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import pinned_workloads as pw
+from bench import pinning, procs
+from bench.pinned import PinnedOptions, matrix, run_suite
+
+DEFAULT_SCHEDULERS = ("upstream", "ours-async", "ceiling")
+
+
+def add_arguments(r: argparse.ArgumentParser) -> None:
+    g = r.add_argument_group("pinned suite (--suite pinned)")
+    g.add_argument(
+        "--sizes",
+        default=",".join(str(s) for s in pw.SIZES),
+        help="comma-separated node counts (default 500,1000,5000)",
+    )
+    g.add_argument(
+        "--shapes",
+        default=",".join(pw.SHAPES),
+        help="drain and/or arrival (each workload runs the shapes it is marked for)",
+    )
+    g.add_argument(
+        "--rate", type=float, default=100.0, help="arrival creates per second (default 100)"
+    )
+    g.add_argument(
+        "--pods-scale", type=float, default=1.0, help="multiply every measured pod count"
+    )
+    g.add_argument(
+        "--no-memory", action="store_true", help="skip the 5000-node / 20000-pod memory run"
+    )
+    g.add_argument(
+        "--contender-cpu",
+        type=int,
+        help="the core of the scheduler under test (default: the highest one)",
+    )
+    g.add_argument(
+        "--no-kwok-nodes",
+        action="store_true",
+        help="nodes without kwok (no leases, no pod status writes), as scheduler_perf",
+    )
+
+
+def run(args: argparse.Namespace, machine: dict[str, Any], versions_of: Any) -> int:
+    import os
+
+    ignored = [
+        flag
+        for flag, given in (
+            ("--nodes", args.nodes is not None),
+            ("--pods", args.pods is not None),
+            ("--repeat", args.repeat != 1),
+            ("--delete-latency", bool(args.delete_latency)),
+        )
+        if given
+    ]
+    if ignored:
+        print(
+            f"bench: {', '.join(ignored)} do not apply to the pinned suite "
+            "(it takes --sizes and --pods-scale; run it again for another repetition)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+        shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
+        bad = [s for s in shapes if s not in pw.SHAPES]
+        if bad:
+            raise ValueError(f"unknown shape(s) {', '.join(bad)} (known: drain, arrival)")
+        workloads = pw.select(
+            sizes,
+            args.workloads.split(",") if args.workloads else None,
+            args.pods_scale,
+            memory=not args.no_memory,
+        )
+        plan = pinning.plan(os.sched_getaffinity(0), args.contender_cpu)
+    except ValueError as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return 2
+    wanted = [s.strip() for s in (args.schedulers or ",".join(DEFAULT_SCHEDULERS)).split(",")]
+    unknown = [s for s in wanted if s not in procs.SCHEDULERS]
+    if unknown:
+        print(f"bench: unknown scheduler(s) {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    if any(s.startswith("ours") for s in wanted):
+        ok, why = procs.ours_available()
+        if not ok:
+            print(f"bench: our scheduler cannot start: {why}", file=sys.stderr)
+            return 1
+    todo = matrix(workloads, wanted, shapes)
+    if not todo:
+        print("bench: nothing to run", file=sys.stderr)
+        return 2
+    # the harness, and through it the control plane it starts, off the contender's core
+    pinning.pin_self(plan.control_plane)
+    out_dir = procs.ROOT / "bench" / "results"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    out = Path(args.out) if args.out else out_dir / f"pinned-{stamp}.json"
+    opts = PinnedOptions(
+        qps=args.qps,
+        burst=args.burst,
+        rate=args.rate,
+        concurrency=args.concurrency,
+        kwok_nodes=not args.no_kwok_nodes,
+        keep=args.keep,
+    )
+    doc: dict[str, Any] = {
+        "suite": "pinned",
+        "command": "python -m bench " + shlex.join(sys.argv[1:]),
+        "started": stamp,
+        "machine": machine,
+        "versions": versions_of(),
+        "pinning": {
+            **plan.describe(),
+            "harness_affinity": sorted(os.sched_getaffinity(0)),
+            "how": "harness and control plane: sched_setaffinity before they start; "
+            "contender: sched_setaffinity in the child before exec; Go: GOMAXPROCS env",
+        },
+        "options": {
+            "qps": opts.qps,
+            "burst": opts.burst,
+            "concurrency": opts.concurrency,
+            "arrival_rate": opts.rate,
+            "pods_scale": args.pods_scale,
+            "kwok_nodes": opts.kwok_nodes,
+            "schedulers": wanted,
+            "shapes": shapes,
+            "sizes": sizes,
+        },
+        "clusters": {},
+        "runs": [],
+    }
+    t0 = time.monotonic()
+    print(
+        f"bench: pinned suite: {len(todo)} runs over sizes {sizes}; contender on CPU "
+        f"{sorted(plan.contender)}, control plane and harness on {sorted(plan.control_plane)}"
+        f" -> {out}",
+        flush=True,
+    )
+
+    def save() -> None:
+        doc["elapsed_s"] = round(time.monotonic() - t0, 1)
+        out.write_text(json.dumps(doc, indent=1))
+
+    def on_result(r: dict[str, Any]) -> None:
+        doc["runs"].append(r)
+        save()
+
+    def on_cluster(size: int, info: dict[str, Any]) -> None:
+        doc["clusters"][str(size)] = info
+        save()
+
+    from bench.cli import _progress
+
+    try:
+        asyncio.run(
+            run_suite(workloads, wanted, shapes, plan, opts, _progress, on_result, on_cluster)
+        )
+    except KeyboardInterrupt:
+        print(f"\nbench: interrupted; {len(doc['runs'])} finished runs in {out}")
+        return 130
+    save()
+    print(f"bench: {len(doc['runs'])} runs in {doc['elapsed_s']:.0f}s; results in {out}")
+    if not args.no_docs:
+        from bench import report
+
+        written = report.write_docs(report.latest_results(out_dir))
+        print("bench: wrote " + ", ".join(str(p.relative_to(procs.ROOT)) for p in written))
+    return 0

@@ -1,0 +1,379 @@
+"""The pinned suite's pure logic: the pinning plan, the per-run window figures, the
+workload matrix and its objects, the report's ratios and curves. No cluster, no speed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import pinned_report, pinning, stats
+from bench import pinned_workloads as pw
+from bench.pinned import matrix
+
+# ----- pinning ---------------------------------------------------------------------------
+
+
+def test_plan_gives_the_contender_the_highest_core_and_the_rest_to_the_control_plane() -> None:
+    p = pinning.plan({0, 1})
+    assert p.contender == {1}
+    assert p.control_plane == {0}
+    assert p.gomaxprocs == 1
+    assert p.describe() == {
+        "contender_cpus": [1],
+        "control_plane_cpus": [0],
+        "contender_gomaxprocs": 1,
+    }
+
+
+def test_plan_honours_a_chosen_core() -> None:
+    p = pinning.plan([0, 1, 2, 3], contender_cpu=2)
+    assert p.contender == {2}
+    assert p.control_plane == {0, 1, 3}
+
+
+@pytest.mark.parametrize(("cpus", "chosen"), [({0}, None), (set(), None), ({0, 1}, 5)])
+def test_plan_refuses_what_cannot_be_pinned(cpus: set[int], chosen: int | None) -> None:
+    with pytest.raises(ValueError):
+        pinning.plan(cpus, chosen)
+
+
+def test_cpu_lists_parse_as_the_kernel_writes_them() -> None:
+    assert pinning.parse_cpu_list("0") == {0}
+    assert pinning.parse_cpu_list("0-3") == {0, 1, 2, 3}
+    assert pinning.parse_cpu_list("0,2-3\n") == {0, 2, 3}
+
+
+def test_affinity_of_this_process_is_what_the_kernel_reports() -> None:
+    import os
+
+    masks = pinning.affinity_of(os.getpid())
+    assert sorted(os.sched_getaffinity(0)) in masks
+
+
+# ----- window figures --------------------------------------------------------------------
+
+
+def test_value_at_interpolates_and_clamps() -> None:
+    series = [(10.0, 0.0), (11.0, 1.0), (13.0, 2.0)]
+    assert stats.value_at(series, 9.0) == 0.0
+    assert stats.value_at(series, 10.5) == pytest.approx(0.5)
+    assert stats.value_at(series, 12.0) == pytest.approx(1.5)
+    assert stats.value_at(series, 20.0) == 2.0
+    assert stats.value_at([], 1.0) is None
+
+
+def test_drain_window_runs_from_first_to_last_bind() -> None:
+    created = {f"p{i}": 0.0 for i in range(5)}
+    bound = {"p0": 12.0, "p1": 12.5, "p2": 13.0, "p3": 13.5, "p4": 14.0}
+    # 1 CPU second per wall second from the start (10.0): 2 s of CPU in the window
+    series = [(10.0, 0.0), (20.0, 10.0)]
+    f = stats.window_figures("drain", 10.0, created, bound, series)
+    assert f["complete"] and f["bound"] == 5
+    assert f["window_s"] == pytest.approx(2.0)
+    assert f["throughput"] == pytest.approx(4 / 2.0)
+    assert f["cpu_s_window"] == pytest.approx(2.0)
+    assert f["cpu_ms_per_pod"] == pytest.approx(2000.0 / 4)
+    assert f["startup_s"] == pytest.approx(2.0)
+    assert f["startup_cpu_s"] == pytest.approx(2.0)
+    # latency from the contender's start
+    assert f["latency_s"]["p50"] == pytest.approx(3.0)
+
+
+def test_arrival_window_runs_from_first_create_to_last_bind() -> None:
+    created = {"a": 100.0, "b": 101.0}
+    bound = {"a": 100.5, "b": 102.0}
+    series = [(90.0, 5.0), (110.0, 25.0)]
+    f = stats.window_figures("arrival", 90.0, created, bound, series)
+    assert f["throughput"] == pytest.approx(2 / 2.0)
+    assert f["cpu_ms_per_pod"] == pytest.approx(2000.0 / 2)
+    assert f["latency_s"]["p50"] == pytest.approx(0.75)
+    assert f["startup_s"] is None
+
+
+def test_window_figures_of_a_run_that_bound_nothing() -> None:
+    f = stats.window_figures("drain", 0.0, {"a": 0.0}, {}, [(0.0, 0.0)])
+    assert not f["complete"]
+    assert f["throughput"] is None and f["cpu_ms_per_pod"] is None
+    with pytest.raises(ValueError):
+        stats.window_figures("trickle", 0.0, {}, {}, [])
+
+
+# ----- workloads -------------------------------------------------------------------------
+
+
+def test_the_matrix_has_nine_workloads_per_size_and_memory_at_5000() -> None:
+    ws = pw.select()
+    for n in pw.SIZES:
+        names = [w.name for w in ws if w.nodes == n]
+        assert set(pw.WORKLOAD_NAMES) <= set(names)
+        assert ("Memory" in names) == (n >= 5000)
+    mem = next(w for w in ws if w.name == "Memory")
+    assert (mem.nodes, mem.init_pods + mem.measured_pods) == (5000, 20000)
+    # Memory tops up the plain set: it comes right after the last plain workload
+    at5000 = [w for w in ws if w.nodes == 5000]
+    i = [w.name for w in at5000].index("Memory")
+    assert at5000[i - 1].init_set == "plain" and at5000[i + 1].init_set != "plain"
+
+
+def test_select_subsets_and_refuses_unknown_names() -> None:
+    ws = pw.select([500], ["SchedulingBasic", "PreemptionBasic"], pods_scale=0.5)
+    assert [w.name for w in ws] == ["SchedulingBasic", "PreemptionBasic"]
+    full = {w.name: w for w in pw.select([500])}
+    assert ws[0].measured_pods == full["SchedulingBasic"].measured_pods // 2
+    with pytest.raises(ValueError, match="unknown workload"):
+        pw.select([500], ["SchedulingBasics"])
+    assert [w.name for w in pw.select([5000], ["Memory"])] == ["Memory"]
+    assert pw.select([5000], ["Memory"], memory=False) == []
+
+
+def test_anti_affinity_pods_always_have_a_free_node() -> None:
+    for w in pw.select():
+        if w.measured == "anti":
+            assert w.init_pods + w.measured_pods <= w.nodes
+    with pytest.raises(ValueError, match="node each"):
+        pw.PinnedWorkload("X", 10, "green", 5, "anti", 6)
+
+
+def test_init_pods_are_bound_and_named_by_set_and_index() -> None:
+    w = pw.PinnedWorkload("X", 3, "low", 7, "preemptor", 2)
+    pods = list(pw.init_pods(w))
+    assert [p["metadata"]["name"] for p in pods] == [f"init-low-{i}-g0" for i in range(7)]
+    assert [p["metadata"]["labels"][pw.INIT_KEY_LABEL] for p in pods][:2] == ["low-0", "low-1"]
+    assert next(iter(pw.init_pods(w, 3)))["metadata"]["name"] == "init-low-0-g3"
+    assert [p["spec"]["nodeName"] for p in pods[:4]] == ["node-0", "node-1", "node-2", "node-0"]
+    assert all(p["metadata"]["labels"][pw.INIT_SET_LABEL] == "low" for p in pods)
+    cpu = pods[0]["spec"]["containers"][0]["resources"]["requests"]["cpu"]
+    assert cpu == "900m"
+
+
+def _constraints(p: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in p["spec"].items() if k in ("affinity", "topologySpreadConstraints")}
+
+
+def test_measured_templates_carry_upstreams_constraints() -> None:
+    anti = pw.template_pod("anti", "a", "measured")
+    term = anti["spec"]["affinity"]["podAntiAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ][0]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert anti["metadata"]["labels"]["color"] == "green"
+    aff = pw.template_pod("affinity", "b", "measured")
+    assert "podAffinity" in aff["spec"]["affinity"]
+    spread = pw.template_pod("spread", "c", "measured")["spec"]["topologySpreadConstraints"][0]
+    assert (spread["maxSkew"], spread["whenUnsatisfiable"]) == (5, "DoNotSchedule")
+    huge = pw.template_pod("unschedulable", "d", "churn")
+    assert huge["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "9"
+    assert _constraints(pw.template_pod("plain", "e", "measured")) == {}
+    with pytest.raises(ValueError):
+        pw.template_pod("nope", "f", "measured")
+
+
+def test_nodes_are_ready_and_kwok_managed_only_when_asked() -> None:
+    n = pw.node_manifest(4)
+    assert n["metadata"]["labels"]["topology.kubernetes.io/zone"] == "zone-b"
+    assert n["status"]["conditions"][0] == {
+        "type": "Ready",
+        "status": "True",
+        "reason": "KubeletReady",
+    }
+    assert "kwok.x-k8s.io/node" in n["metadata"]["annotations"]
+    assert "annotations" not in pw.node_manifest(4, kwok=False)["metadata"]
+
+
+def test_matrix_runs_the_ceiling_only_where_marked_and_only_drain() -> None:
+    ws = pw.select([500], ["SchedulingBasic", "TopologySpreading"])
+    runs = matrix(ws, ["upstream", "ours-async", "ceiling"], ["drain", "arrival"])
+    got = [(w.name, shape, c) for w, shape, c in runs]
+    assert ("SchedulingBasic", "drain", "ceiling") in got
+    assert ("SchedulingBasic", "arrival", "ceiling") not in got
+    assert ("TopologySpreading", "drain", "ceiling") not in got
+    assert ("SchedulingBasic", "arrival", "ours-async") in got
+    assert not any(s == "arrival" for _, s, _ in matrix(ws, ["upstream"], ["drain"]))
+
+
+# ----- report ----------------------------------------------------------------------------
+
+
+def _run(size: int, workload: str, shape: str, contender: str, cpu: float, **kw: Any) -> dict:
+    r: dict[str, Any] = {
+        "size": size,
+        "workload": {"name": workload},
+        "shape": shape,
+        "scheduler": contender,
+        "ok": kw.get("ok", True),
+        "error": None if kw.get("ok", True) else "only 3/10 measured pods bound in 60s",
+        "measured": {
+            "cpu_ms_per_pod": cpu,
+            "throughput": kw.get("tp", 100.0),
+            "latency_s": {"p50": 0.5, "p99": kw.get("p99", 1.0)},
+            "bound": 10,
+            "created": 10,
+            "startup_s": 1.0,
+        },
+        "process": {
+            "peak_rss_mib": kw.get("rss", 100.0),
+            "affinity": [[1]],
+            "gomaxprocs_logged": "1",
+        },
+        "host": {"loadavg_1m": 1.0},
+    }
+    if "victims" in kw:
+        r["preemption"] = {"victims": {"total": kw["victims"], "mean": kw["victims"] / 10}}
+    return r
+
+
+def _doc(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "suite": "pinned",
+        "command": "python -m bench run --suite pinned",
+        "machine": {"cpu": "Test", "cores": 2},
+        "versions": {"kube-scheduler": "v1.37.2"},
+        "pinning": {"contender_cpus": [1], "control_plane_cpus": [0], "contender_gomaxprocs": 1},
+        "options": {"arrival_rate": 200, "pods_scale": 1.0, "kwok_nodes": True},
+        "clusters": {"500": {"cluster_up_s": 5.0, "nodes_created_s": 2.0}},
+        "runs": runs,
+    }
+
+
+def test_rows_take_medians_and_ratios_are_ours_over_upstream() -> None:
+    doc = _doc(
+        [
+            _run(500, "SchedulingBasic", "drain", "upstream", 2.0, tp=200.0),
+            _run(500, "SchedulingBasic", "drain", "ours-async", 1.0, tp=300.0),
+            _run(500, "SchedulingBasic", "drain", "ours-async", 3.0, tp=100.0),
+            _run(500, "SchedulingBasic", "drain", "ours-async", 0.1, ok=False),
+        ]
+    )
+    by = pinned_report.rows(doc)[(500, "SchedulingBasic", "drain")]
+    assert by["ours-async"]["runs"] == 3 and by["ours-async"]["ok"] == 2
+    assert by["ours-async"]["cpu_ms_per_pod"] == pytest.approx(2.0)  # the failed 0.1 left out
+    r = pinned_report.ratios(by)
+    assert r["cpu_ms_per_pod"] == pytest.approx(1.0)
+    assert r["throughput"] == pytest.approx(1.0)
+    assert r["victims"] is None
+
+
+def test_cpu_curves_are_per_workload_sorted_by_size_without_the_ceiling() -> None:
+    doc = _doc(
+        [
+            _run(5000, "SchedulingBasic", "drain", "upstream", 3.0),
+            _run(500, "SchedulingBasic", "drain", "upstream", 2.0),
+            _run(500, "SchedulingBasic", "drain", "ceiling", 0.2),
+            _run(500, "SchedulingBasic", "arrival", "upstream", 9.0),
+            _run(500, "SchedulingBasic", "drain", "ours-async", 1.0),
+        ]
+    )
+    curves = pinned_report.cpu_curves(doc)
+    assert curves == {
+        "SchedulingBasic": {"upstream": [(500, 2.0), (5000, 3.0)], "ours-async": [(500, 1.0)]}
+    }
+
+
+def test_render_puts_both_schedulers_side_by_side_with_the_ratio() -> None:
+    doc = _doc(
+        [
+            _run(500, "PreemptionBasic", "drain", "upstream", 2.0, victims=30, rss=200.0),
+            _run(500, "PreemptionBasic", "drain", "ours-async", 1.0, victims=30, rss=100.0),
+            _run(500, "SchedulingBasic", "drain", "ceiling", 0.2, tp=900.0),
+            _run(500, "SchedulingBasic", "drain", "upstream", 2.0, ok=False),
+        ]
+    )
+    text = pinned_report.render(doc, "bench/results/pinned-x.json", ["benchmarks/a.png"])
+    assert "### 500 nodes" in text
+    line = next(x for x in text.splitlines() if x.startswith("| PreemptionBasic"))
+    assert "2.00 / 1.00 (0.50x)" in line  # CPU ms per pod
+    assert "200 / 100 (0.50x)" in line  # peak RSS
+    assert "3.00 / 3.00 (1.00x)" in line  # victims per preemptor
+    assert "| 900 |" in next(x for x in text.splitlines() if x.startswith("| SchedulingBasic"))
+    assert "SchedulingBasic drain x upstream: only 3/10" in text
+    assert "CPU [1]" in text and "[[1]]" in text
+    assert "GOMAXPROCS kube-scheduler logged at start: 1" in text
+    assert "![a](benchmarks/a.png)" in text
+
+
+def test_plots_write_the_cpu_per_pod_figures(tmp_path: Path) -> None:
+    doc = _doc(
+        [
+            _run(500, "SchedulingBasic", "drain", "upstream", 2.0),
+            _run(5000, "SchedulingBasic", "drain", "upstream", 3.0),
+            _run(500, "SchedulingBasic", "drain", "ours-async", 1.0),
+            _run(500, "TopologySpreading", "drain", "ours-async", 1.5),
+        ]
+    )
+    paths = pinned_report.plots(doc, tmp_path)
+    assert [p.name for p in paths] == ["pinned-cpu-per-pod-basic.png", "pinned-cpu-per-pod.png"]
+    assert all(p.stat().st_size > 1000 for p in paths)
+    assert pinned_report.plots(_doc([]), tmp_path / "none") == []
+
+
+def test_a_suite_without_its_result_file_keeps_its_section(tmp_path: Path) -> None:
+    from bench import report
+
+    page = tmp_path / "benchmarks.md"
+    page.write_text(
+        "# Benchmarks\n\nintro\n\n## Suite `smoke`\n\n| a | b |\n\n"
+        "## Suite `pinned` (scheduler-bound)\n\nold pinned\n"
+    )
+    sections = report.suite_sections(page.read_text())
+    assert set(sections) == {"smoke", "pinned"}
+    assert "| a | b |" in sections["smoke"]
+    result = tmp_path / "pinned.json"
+    import json
+
+    result.write_text(json.dumps(_doc([_run(500, "SchedulingBasic", "drain", "upstream", 2.0)])))
+    report.write_docs([result], docs_path=page, images=tmp_path / "img")
+    text = page.read_text()
+    assert "## Suite `smoke`" in text and "| a | b |" in text  # kept
+    assert "old pinned" not in text  # replaced by the new result
+    assert text.count("## Suite `pinned`") == 1
+
+
+def test_merge_makes_one_doc_and_a_later_run_replaces_an_earlier_one() -> None:
+    a = _doc([_run(500, "SchedulingBasic", "drain", "upstream", 2.0)])
+    a["elapsed_s"] = 10.0
+    b = _doc(
+        [
+            _run(500, "SchedulingBasic", "drain", "upstream", 4.0),
+            _run(5000, "SchedulingBasic", "drain", "upstream", 6.0),
+        ]
+    )
+    b["clusters"] = {"5000": {"cluster_up_s": 9.0}}
+    b["elapsed_s"] = 5.0
+    m = pinned_report.merge([a, b], ["a.json", "b.json"])
+    assert [r["measured"]["cpu_ms_per_pod"] for r in m["runs"]] == [4.0, 6.0]
+    assert set(m["clusters"]) == {"500", "5000"}
+    assert m["elapsed_s"] == 15.0
+    with pytest.raises(ValueError):
+        pinned_report.merge([], [])
+
+
+def test_matrix_cost_counts_init_sets_once_per_run_of_the_same_set() -> None:
+    from bench.pinned import matrix_cost
+
+    basic = pw.PinnedWorkload("A", 10, "plain", 10, "plain", 5, shapes=("drain", "arrival"))
+    topped = pw.PinnedWorkload("M", 10, "plain", 30, "plain", 7)
+    low = pw.PinnedWorkload("P", 10, "low", 40, "preemptor", 2)
+    todo = matrix([basic, topped, low], ["upstream", "ours-async"], ["drain", "arrival"])
+    cost = matrix_cost(todo)[10]
+    assert cost["runs"] == 2 * 2 + 2 + 2
+    assert cost["scheduled"] == 4 * 5 + 2 * 7 + 2 * 2
+    # init: 10 plain once, topped up by 20, 40 low once; plus every measured pod
+    assert cost["created"] == 10 + 20 + 40 + cost["scheduled"]
+
+
+def test_what_the_machine_could_not_hold_is_said_with_the_largest_size_that_ran() -> None:
+    doc = _doc(
+        [
+            _run(500, "SchedulingPodAffinity", "drain", "ours-async", 9.0),
+            _run(1000, "SchedulingPodAffinity", "drain", "ours-async", 9.0),
+            _run(5000, "SchedulingPodAffinity", "drain", "ours-async", 0.0, ok=False),
+            _run(5000, "SchedulingPodAffinity", "drain", "upstream", 3.0),
+        ]
+    )
+    assert pinned_report.not_held(doc) == [
+        "SchedulingPodAffinity x ours-async: did not complete at 5000 nodes "
+        "(largest size that ran: 1000 nodes)"
+    ]
+    assert "What this machine could not hold:" in pinned_report.render(doc, "x.json")
