@@ -98,29 +98,41 @@ class Snapshot:
                 yield s, pod
 
     # ------------------------------------------------------------ writes (by the cache)
-    def _index_pods(self, slot: int, view: NodeView, delta: int) -> None:
+    def _index_pod(self, slot: int, pod: PodInfo) -> None:
         index = self._pod_index
-        for pod in view.pods.values():
-            for k, v in pod.labels.items():
-                if delta > 0:
-                    index.setdefault(k, {}).setdefault(v, {}).setdefault(slot, {})[pod.uid] = pod
-                else:
-                    by_value = index.get(k)
-                    if by_value is None:
-                        continue
-                    slots = by_value.get(v)
-                    if slots is None:
-                        continue
-                    pods = slots.get(slot)
-                    if pods is None:
-                        continue
-                    pods.pop(pod.uid, None)
-                    if not pods:
-                        del slots[slot]
-                        if not slots:
-                            del by_value[v]
-                            if not by_value:
-                                del index[k]
+        for k, v in pod.labels.items():
+            index.setdefault(k, {}).setdefault(v, {}).setdefault(slot, {})[pod.uid] = pod
+
+    def _unindex_pod(self, slot: int, pod: PodInfo) -> None:
+        index = self._pod_index
+        for k, v in pod.labels.items():
+            by_value = index.get(k)
+            if by_value is None:
+                continue
+            slots = by_value.get(v)
+            if slots is None:
+                continue
+            pods = slots.get(slot)
+            if pods is None:
+                continue
+            pods.pop(pod.uid, None)
+            if not pods:
+                del slots[slot]
+                if not slots:
+                    del by_value[v]
+                    if not by_value:
+                        del index[k]
+
+    def _reindex(self, slot: int, old: dict[str, PodInfo], new: dict[str, PodInfo]) -> None:
+        """Move the label index of `slot` from the pods `old` to the pods `new`, touching
+        only the records that differ (a cycle after one bind changes one pod of a node,
+        not all of them)."""
+        for uid, pod in old.items():
+            if new.get(uid) is not pod:
+                self._unindex_pod(slot, pod)
+        for uid, pod in new.items():
+            if old.get(uid) is not pod:
+                self._index_pod(slot, pod)
 
     def _set(self, name: str, view: NodeView) -> None:
         table = self.table
@@ -128,11 +140,9 @@ class Snapshot:
         while len(self.views) < table.size:
             self.views.append(None)
         old = self.views[slot]
-        if old is not None:
-            self._index_pods(slot, old, -1)
         new = view.clone()
         self.views[slot] = new
-        self._index_pods(slot, new, +1)
+        self._reindex(slot, old.pods if old is not None else {}, new.pods)
         table.set_row(slot, new)
         _toggle(self.with_affinity, slot, new.with_affinity > 0)
         _toggle(self.with_required_anti_affinity, slot, new.with_required_anti_affinity > 0)
@@ -143,7 +153,7 @@ class Snapshot:
             return
         old = self.views[slot]
         if old is not None:
-            self._index_pods(slot, old, -1)
+            self._reindex(slot, old.pods, {})
         self.views[slot] = None
         self.table.release(name)
         self.with_affinity.discard(slot)
