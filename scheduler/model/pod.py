@@ -7,7 +7,10 @@ selector and node affinity, pod (anti-)affinity terms with their namespaces reso
 topology spread constraints with matchLabelKeys merged into the selector, images,
 PVC names, owner references and conditions. Each part is read by its own module
 (pod_resource_inputs, pod_ports, taints, pod_affinity, pod_spread, pod_volumes);
-pod_from_dict assembles the record.
+pod_from_dict assembles the record. Most watch events of a pod change only its status
+or spec.nodeName: pod_update_from_dict reads those with the previous record in hand and
+reuses its parsed scheduling part when the inputs of that part are unchanged (their
+digest, model.pod_digest), giving the record pod_from_dict would.
 
 Nothing the API server accepts makes a pod unreadable (upstream keeps every pod it
 receives): a node-affinity term that does not parse fails alone, lazily, as upstream's
