@@ -50,6 +50,7 @@ from scheduler.model import (
     PodInfo,
     node_from_dict,
     pod_from_dict,
+    pod_update_from_dict,
 )
 from scheduler.model.pdb import PDBInfo
 from scheduler.plugins.registry import in_tree_registry
@@ -247,6 +248,7 @@ class SchedulerApp:
         self.node_handler = NodeEventHandler(self.cache, self.queue)
         self.pod_informer: Informer[PodInfo] = Informer(
             self.connection, PODS, pod_from_dict, self.pod_handler,
+            update_transform=pod_update_from_dict,
             field_selector=POD_FIELD_SELECTOR, on_transform_error=self._bad_pod, name="pods",
         )  # fmt: skip
         self.node_informer: Informer[NodeInfo] = Informer(

@@ -157,29 +157,30 @@ class Snapshot:
         return [groups[k] for k in best]
 
     # ------------------------------------------------------------ writes (by the cache)
-    def _index_pods(self, slot: int, view: NodeView, delta: int) -> None:
+    def _index_pod(self, slot: int, pod: PodInfo) -> None:
         index = self._pod_index
-        for pod in view.pods.values():
-            for k, v in pod.labels.items():
-                if delta > 0:
-                    index.setdefault(k, {}).setdefault(v, {}).setdefault(slot, {})[pod.uid] = pod
-                else:
-                    by_value = index.get(k)
-                    if by_value is None:
-                        continue
-                    slots = by_value.get(v)
-                    if slots is None:
-                        continue
-                    pods = slots.get(slot)
-                    if pods is None:
-                        continue
-                    pods.pop(pod.uid, None)
-                    if not pods:
-                        del slots[slot]
-                        if not slots:
-                            del by_value[v]
-                            if not by_value:
-                                del index[k]
+        for k, v in pod.labels.items():
+            index.setdefault(k, {}).setdefault(v, {}).setdefault(slot, {})[pod.uid] = pod
+
+    def _unindex_pod(self, slot: int, pod: PodInfo) -> None:
+        index = self._pod_index
+        for k, v in pod.labels.items():
+            by_value = index.get(k)
+            if by_value is None:
+                continue
+            slots = by_value.get(v)
+            if slots is None:
+                continue
+            pods = slots.get(slot)
+            if pods is None:
+                continue
+            pods.pop(pod.uid, None)
+            if not pods:
+                del slots[slot]
+                if not slots:
+                    del by_value[v]
+                    if not by_value:
+                        del index[k]
 
     def _index_groups(self, slot: int, pods: Iterable[PodInfo], delta: int) -> None:
         groups = self._groups
@@ -240,16 +241,17 @@ class Snapshot:
         while len(self.views) < table.size:
             self.views.append(None)
         old = self.views[slot]
-        if old is not None:
-            self._index_pods(slot, old, -1)
         new = view.clone()
         self.views[slot] = new
-        self._index_pods(slot, new, +1)
-        # groups and terms: only the pods that changed (a PodInfo is immutable, so the
-        # same object is the same pod record)
+        # every index moves only for the pod records that changed (a PodInfo is immutable,
+        # so the same object is the same pod record): a cycle after one bind touches one pod
         old_pods = old.pods if old is not None else {}
         gone = [p for uid, p in old_pods.items() if new.pods.get(uid) is not p]
         came = [p for uid, p in new.pods.items() if old_pods.get(uid) is not p]
+        for pod in gone:
+            self._unindex_pod(slot, pod)
+        for pod in came:
+            self._index_pod(slot, pod)
         self._index_groups(slot, gone, -1)
         self._index_groups(slot, came, +1)
         self._index_terms(slot, gone, -1)
@@ -264,7 +266,8 @@ class Snapshot:
             return
         old = self.views[slot]
         if old is not None:
-            self._index_pods(slot, old, -1)
+            for pod in old.pods.values():
+                self._unindex_pod(slot, pod)
             self._index_groups(slot, old.pods.values(), -1)
             self._index_terms(slot, old.pods.values(), -1)
         self.views[slot] = None

@@ -15,7 +15,6 @@ the hot path is deserialized into generated model classes.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextvars import ContextVar
@@ -27,6 +26,7 @@ import aiohttp
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
+from scheduler.client import json_codec
 from scheduler.client.errors import ApiError, api_errors, error_from_response
 
 __all__ = [
@@ -117,7 +117,7 @@ def _query_tuples(query: Query | None) -> list[tuple[str, str]]:
 def _decode(data: bytes) -> dict[str, Any]:
     if not data:
         return {}
-    parsed = json.loads(data)
+    parsed = json_codec.loads(data)
     return parsed if isinstance(parsed, dict) else {"items": parsed}
 
 
@@ -380,7 +380,7 @@ def _parse_event(line: bytes) -> dict[str, Any] | None:
     if not line:
         return None
     try:
-        event = json.loads(line)
+        event = json_codec.loads(line)
     except ValueError as exc:
         raise ApiError(200, "BadWatchEvent", f"undecodable watch line: {exc}") from exc
     if not isinstance(event, dict):

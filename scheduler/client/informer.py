@@ -20,6 +20,11 @@ Observers for metrics, set before `run()`: `on_list(name)` after each complete L
 first and every re-list), `on_event(name, type)` for each watch event received (ADDED,
 MODIFIED, DELETED, BOOKMARK, ERROR; anything else as "unknown", to keep labels bounded).
 
+`update_transform(raw, old)`, when given, builds the record of an object already in the
+store (updates, re-list differences, the final state of a delete) from its raw object and
+the current record, as `transform(raw)` would: a transform that can reuse parts of the
+old record (pods: the parsed spec, see model.pod_update_from_dict) saves its work there.
+
 Invariants: handlers are synchronous and run on the event loop in event order; a
 handler or `transform` that raises is logged (and `on_transform_error` called) and the
 informer goes on; the store is only changed by this informer; the store's record for a
@@ -186,6 +191,7 @@ class Informer(Generic[T]):
         transform: Callable[[Raw], T],
         handler: EventHandler[T],
         *,
+        update_transform: Callable[[Raw, T], T] | None = None,
         field_selector: str | None = None,
         label_selector: str | None = None,
         on_transform_error: Callable[[Raw, Exception], None] | None = None,
@@ -198,6 +204,9 @@ class Informer(Generic[T]):
         self._connection = connection
         self.resource = resource
         self._transform = transform
+        # for an object already in the store: (raw, its current record) -> the record
+        # transform(raw) would build, reusing what it can of the current one
+        self._update_transform = update_transform
         self.handler = handler  # the wiring's; tests check which handler an informer feeds
         self.field_selector = field_selector
         self.label_selector = label_selector
@@ -381,7 +390,7 @@ class Informer(Generic[T]):
             old = self.store.get(key)
             if old is not None and self.store.resource_version_of(key) == version:
                 continue
-            new = self._safe_transform(raw)
+            new = self._safe_transform(raw, old)
             if new is None:
                 continue
             self.store._put(key, new, version)
@@ -430,10 +439,10 @@ class Informer(Generic[T]):
         self._events += 1
         key = object_key(raw)
         if kind in ("ADDED", "MODIFIED"):
-            new = self._safe_transform(raw)
+            old = self.store.get(key)
+            new = self._safe_transform(raw, old)
             if new is None:
                 return
-            old = self.store.get(key)
             self.store._put(key, new, version)
             if old is None:
                 self._call(self.handler.on_add, new)
@@ -443,13 +452,15 @@ class Informer(Generic[T]):
             old = self.store._pop(key)
             if old is None:
                 return
-            final = self._safe_transform(raw, report=False)
+            final = self._safe_transform(raw, old, report=False)
             self._call(self.handler.on_delete, final if final is not None else old)
         else:
             log.warning("unknown watch event resource=%s type=%s", self.name, kind)
 
-    def _safe_transform(self, raw: Raw, *, report: bool = True) -> T | None:
+    def _safe_transform(self, raw: Raw, old: T | None, *, report: bool = True) -> T | None:
         try:
+            if old is not None and self._update_transform is not None:
+                return self._update_transform(raw, old)
             return self._transform(raw)
         except Exception as exc:
             if not report:

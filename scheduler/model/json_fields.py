@@ -86,8 +86,8 @@ class Problems:
     """Collects what could not be read (each "path: detail"), so one bad field of an
     object costs only itself."""
 
-    def __init__(self) -> None:
-        self.found: list[str] = []
+    def __init__(self, found: list[str] | None = None) -> None:
+        self.found: list[str] = found if found is not None else []
 
     def add(self, path: str, detail: str) -> None:
         self.found.append(str(InvalidObject(path, detail)))

@@ -7,7 +7,10 @@ selector and node affinity, pod (anti-)affinity terms with their namespaces reso
 topology spread constraints with matchLabelKeys merged into the selector, images,
 PVC names, owner references and conditions. Each part is read by its own module
 (pod_resource_inputs, pod_ports, taints, pod_affinity, pod_spread, pod_volumes);
-pod_from_dict assembles the record.
+pod_from_dict assembles the record. Most watch events of a pod change only its status
+or spec.nodeName: pod_update_from_dict reads those with the previous record in hand and
+reuses its parsed scheduling part when the inputs of that part are unchanged (their
+digest, model.pod_digest), giving the record pod_from_dict would.
 
 Nothing the API server accepts makes a pod unreadable (upstream keeps every pod it
 receives): a node-affinity term that does not parse fails alone, lazily, as upstream's
@@ -43,6 +46,7 @@ from scheduler.model.pod_affinity import (
     parse_preferred_node_affinity,
     parse_weighted_terms,
 )
+from scheduler.model.pod_digest import scheduling_digest
 from scheduler.model.pod_ports import HostPort, parse_host_ports
 from scheduler.model.pod_resource_inputs import resource_inputs
 from scheduler.model.pod_resources import (
@@ -81,6 +85,7 @@ __all__ = [
     "WeightedAffinityTerm",
     "parse_time",
     "pod_from_dict",
+    "pod_update_from_dict",
 ]
 
 PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
@@ -155,6 +160,11 @@ class PodInfo:
     resource_claims: tuple[str, ...] = ()
     # what the scheduler could not read (each "path: detail"); see refusal()
     problems: tuple[str, ...] = ()
+    # how the scheduling part was read (model.pod_digest, pod_update_from_dict): the
+    # digest of its inputs (b"": none, always parse in full) and how many of `problems`,
+    # at their head, came from it. Bookkeeping, not part of the pod's value.
+    scheduling_digest: bytes = field(default=b"", compare=False, repr=False)
+    scheduling_problem_count: int = field(default=0, compare=False, repr=False)
 
     @property
     def key(self) -> str:
@@ -215,30 +225,143 @@ class PodInfo:
         return True
 
 
+# The fields of PodInfo parsed from the pod's scheduling inputs (model.pod_digest): an
+# update whose inputs have the same digest reuses them from the previous record. Every
+# other field is read from the object on every event (metadata and status fields that
+# no parse depends on, spec.nodeName).
+_SCHEDULING_FIELDS = (
+    "priority",
+    "preemption_policy",
+    "priority_class_name",
+    "scheduler_name",
+    "scheduling_gates",
+    "requests",
+    "non_zero_cpu",
+    "non_zero_memory",
+    "fit_score_cpu",
+    "fit_score_memory",
+    "host_ports",
+    "tolerations",
+    "node_selector",
+    "required_node_affinity",
+    "preferred_node_affinity",
+    "preferred_node_affinity_error",
+    "required_affinity",
+    "required_anti_affinity",
+    "preferred_affinity",
+    "preferred_anti_affinity",
+    "spread_constraints",
+    "images",
+    "pvc_names",
+    "volumes",
+    "resource_claims",
+)
+
+
 def pod_from_dict(raw: Mapping[str, Any]) -> PodInfo:
     """Build a PodInfo from a raw v1.Pod dict (managedFields and everything the
     scheduler does not read are dropped). Raises InvalidObject only when the pod has no
     name; anything else it cannot read lands in `problems`."""
+    return _read_pod(raw, None)
+
+
+def pod_update_from_dict(raw: Mapping[str, Any], previous: PodInfo) -> PodInfo:
+    """The record pod_from_dict(raw) builds, equal in every field, but reusing the
+    parsed scheduling part of `previous` (the record of an earlier version of the same
+    pod) when the inputs it was parsed from are unchanged: the bind, the kubelet's
+    status updates and our own status patches are then read without parsing the spec
+    again."""
+    return _read_pod(raw, previous)
+
+
+def _read_pod(raw: Mapping[str, Any], previous: PodInfo | None) -> PodInfo:
     meta, name = object_name(raw, "pod")
-    namespace = meta.get("namespace") or "default"
-    return _pod_from_dict(raw, meta, name, str(namespace))
-
-
-def _pod_from_dict(
-    raw: Mapping[str, Any], meta: Mapping[str, Any], name: str, namespace: str
-) -> PodInfo:
-    problems = Problems()
-    found = problems.found
+    namespace = str(meta.get("namespace") or "default")
     spec = raw.get("spec") or {}
     status = raw.get("status") or {}
+    digest = scheduling_digest(namespace, name, meta, spec, status)
+    # the labels are read on every event: binding adds the node's topology labels
+    label_problems: list[str] = []
+    labels = Problems(label_problems).read(
+        string_map, meta.get("labels"), "metadata.labels", default={}
+    )
+    scheduling: dict[str, Any]
+    if previous is not None and digest and digest == previous.scheduling_digest:
+        scheduling = {f: getattr(previous, f) for f in _SCHEDULING_FIELDS}
+        found = list(previous.problems[: previous.scheduling_problem_count])
+    else:
+        found = []
+        scheduling = _scheduling_part(name, namespace, labels, spec, status, found)
+    count = len(found)
+    found.extend(label_problems)
+    problems = Problems(found)
+    if not isinstance(spec, dict):
+        spec = {}
+    if not isinstance(status, dict):
+        status = {}
+    owners = tuple(
+        OwnerRef(
+            str(o.get("kind") or ""),
+            str(o.get("name") or ""),
+            str(o.get("uid") or ""),
+            bool(o.get("controller", False)),
+        )
+        for o in problems.objects(meta.get("ownerReferences"), "metadata.ownerReferences")
+    )
+    conditions = tuple(
+        PodCondition(
+            str(c.get("type") or ""),
+            str(c.get("status") or ""),
+            str(c.get("reason") or ""),
+            str(c.get("message") or ""),
+        )
+        for c in problems.objects(status.get("conditions"), "status.conditions")
+    )
+    start_time = problems.read(
+        parse_time, status.get("startTime"), "status.startTime", default=None
+    )
+    deletion_timestamp = problems.read(
+        parse_time, meta.get("deletionTimestamp"), "metadata.deletionTimestamp", default=None
+    )
+    return PodInfo(
+        uid=str(meta.get("uid") or f"{namespace}/{name}"),
+        namespace=namespace,
+        name=name,
+        node_name=str(spec.get("nodeName") or ""),
+        phase=str(status.get("phase") or "Pending"),
+        start_time=start_time,
+        deletion_timestamp=deletion_timestamp,
+        nominated_node_name=str(status.get("nominatedNodeName") or ""),
+        resource_version=str(meta.get("resourceVersion") or ""),
+        labels=labels,
+        owner_refs=owners,
+        conditions=conditions,
+        problems=tuple(found),
+        scheduling_digest=digest,
+        scheduling_problem_count=count,
+        **scheduling,
+    )
+
+
+def _scheduling_part(
+    name: str,
+    namespace: str,
+    labels: Mapping[str, str],
+    raw_spec: Any,
+    raw_status: Any,
+    found: list[str],
+) -> dict[str, Any]:
+    """The _SCHEDULING_FIELDS of the record, parsed from the pod's scheduling inputs;
+    what cannot be read is appended to `found`."""
+    problems = Problems(found)
+    spec: dict[str, Any] = raw_spec
+    status: dict[str, Any] = raw_status
     if not isinstance(spec, dict):
         problems.add("spec", "must be an object")
         spec = {}
     if not isinstance(status, dict):
         problems.add("status", "must be an object")
         status = {}
-    labels = problems.read(string_map, meta.get("labels"), "metadata.labels", default={})
-
     containers = [c for c in problems.objects(spec.get("containers"), "spec.containers")]
     inits = [c for c in problems.objects(spec.get("initContainers"), "spec.initContainers")]
     resources = pod_requests(resource_inputs(spec, status, found))
@@ -302,24 +425,6 @@ def _pod_from_dict(
     )
 
     volumes = problems.read(parse_pod_volumes, spec.get("volumes"), name, default=())
-    owners = tuple(
-        OwnerRef(
-            str(o.get("kind") or ""),
-            str(o.get("name") or ""),
-            str(o.get("uid") or ""),
-            bool(o.get("controller", False)),
-        )
-        for o in problems.objects(meta.get("ownerReferences"), "metadata.ownerReferences")
-    )
-    conditions = tuple(
-        PodCondition(
-            str(c.get("type") or ""),
-            str(c.get("status") or ""),
-            str(c.get("reason") or ""),
-            str(c.get("message") or ""),
-        )
-        for c in problems.objects(status.get("conditions"), "status.conditions")
-    )
     gates = tuple(
         str(g.get("name"))
         for g in problems.objects(spec.get("schedulingGates"), "spec.schedulingGates")
@@ -333,57 +438,40 @@ def _pod_from_dict(
         problems.add("spec.preemptionPolicy", f"unsupported value {policy!r}")
         policy = PREEMPT_LOWER_PRIORITY
 
-    return PodInfo(
-        uid=str(meta.get("uid") or f"{namespace}/{name}"),
-        namespace=namespace,
-        name=name,
-        priority=problems.read(json_int, spec.get("priority"), "spec.priority", 0, default=0),
-        preemption_policy=policy,
-        priority_class_name=str(spec.get("priorityClassName") or ""),
-        scheduler_name=str(spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME),
-        node_name=str(spec.get("nodeName") or ""),
-        phase=str(status.get("phase") or "Pending"),
-        scheduling_gates=gates,
-        start_time=problems.read(
-            parse_time, status.get("startTime"), "status.startTime", default=None
-        ),
-        deletion_timestamp=problems.read(
-            parse_time, meta.get("deletionTimestamp"), "metadata.deletionTimestamp", default=None
-        ),
-        nominated_node_name=str(status.get("nominatedNodeName") or ""),
-        labels=labels,
-        resource_version=str(meta.get("resourceVersion") or ""),
-        requests=resources.requests,
-        non_zero_cpu=resources.non_zero_cpu,
-        non_zero_memory=resources.non_zero_memory,
-        fit_score_cpu=resources.fit_score_cpu,
-        fit_score_memory=resources.fit_score_memory,
-        host_ports=parse_host_ports(port_sources, found),
-        tolerations=problems.read(
+    return {
+        "priority": problems.read(json_int, spec.get("priority"), "spec.priority", 0, default=0),
+        "preemption_policy": policy,
+        "priority_class_name": str(spec.get("priorityClassName") or ""),
+        "scheduler_name": str(spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME),
+        "scheduling_gates": gates,
+        "requests": resources.requests,
+        "non_zero_cpu": resources.non_zero_cpu,
+        "non_zero_memory": resources.non_zero_memory,
+        "fit_score_cpu": resources.fit_score_cpu,
+        "fit_score_memory": resources.fit_score_memory,
+        "host_ports": parse_host_ports(port_sources, found),
+        "tolerations": problems.read(
             parse_tolerations, spec.get("tolerations"), "spec.tolerations", default=()
         ),
-        node_selector=problems.read(
+        "node_selector": problems.read(
             string_map, spec.get("nodeSelector"), "spec.nodeSelector", default={}
         ),
-        required_node_affinity=required_na,
-        preferred_node_affinity=preferred_na,
-        preferred_node_affinity_error=preferred_error,
-        required_affinity=required_affinity,
-        required_anti_affinity=required_anti,
-        preferred_affinity=preferred_affinity,
-        preferred_anti_affinity=preferred_anti,
-        spread_constraints=problems.read(
+        "required_node_affinity": required_na,
+        "preferred_node_affinity": preferred_na,
+        "preferred_node_affinity_error": preferred_error,
+        "required_affinity": required_affinity,
+        "required_anti_affinity": required_anti,
+        "preferred_affinity": preferred_affinity,
+        "preferred_anti_affinity": preferred_anti,
+        "spread_constraints": problems.read(
             parse_spread_constraints,
             spec.get("topologySpreadConstraints"),
             "spec.topologySpreadConstraints",
             labels,
             default=(),
         ),
-        images=images,
-        pvc_names=tuple(v.claim_name for v in volumes if v.claim_name),
-        volumes=volumes,
-        owner_refs=owners,
-        conditions=conditions,
-        resource_claims=claims,
-        problems=tuple(found),
-    )
+        "images": images,
+        "pvc_names": tuple(v.claim_name for v in volumes if v.claim_name),
+        "volumes": volumes,
+        "resource_claims": claims,
+    }

@@ -214,6 +214,47 @@ async def test_a_gone_error_event_relists_and_emits_only_the_differences() -> No
     await h.stop()
 
 
+async def test_objects_already_stored_are_read_with_their_current_record() -> None:
+    # the update transform gets the record the store holds for the key: on a watch
+    # update, on a re-list difference and for the final state of a delete; a new key
+    # (or one whose old record is gone) goes through the plain transform
+    seen: list[tuple[str, str, str]] = []
+
+    def update(raw: Raw, old: Rec) -> Rec:
+        new = to_rec(raw)
+        seen.append((new.key, old.rv, new.rv))
+        return new
+
+    h = Harness(update_transform=update)
+    h.conn.lists.append(page(pod("a", "1"), pod("b", "2"), rv="5"))
+    h.conn.watches.append(
+        [
+            ev("MODIFIED", pod("a", "6")),
+            ev("ADDED", pod("c", "7")),
+            ev("DELETED", pod("b", "8")),
+            ev("MODIFIED", pod("b", "9")),  # after its delete: read as new
+            gone_event(),
+        ]
+    )
+    h.conn.lists.append(page(pod("a", "10"), pod("b", "9"), pod("c", "7"), rv="11"))
+    h.start()
+    await h.until(lambda: h.informer.statistics().lists == 2)
+    assert seen == [
+        ("default/a", "1", "6"),
+        ("default/b", "2", "8"),
+        ("default/a", "6", "10"),
+    ]
+    assert h.handler.calls[2:] == [
+        ("update", "default/a", "1", "6"),
+        ("add", "default/c", "7"),
+        ("delete", "default/b"),
+        ("add", "default/b", "9"),
+        ("update", "default/a", "6", "10"),
+    ]
+    assert h.informer.get("default/a") == Rec("default/a", "10", ())
+    await h.stop()
+
+
 async def test_observers_see_every_list_and_every_watch_event_by_type() -> None:
     h = Harness()
     lists: list[str] = []
