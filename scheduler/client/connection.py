@@ -1,10 +1,14 @@
 """One authenticated session to the kube-apiserver, and raw JSON over it.
 
 kubernetes_asyncio is used for what it is good at: kubeconfig / in-cluster loading,
-TLS verified against the cluster CA, bearer tokens (refreshed by its hooks) and one
-pooled aiohttp session. Requests go through `ApiClient.call_api(..., _preload_content=
-False)`, so auth and TLS are the library's while the bodies stay plain dicts: nothing on
-the hot path is deserialized into generated model classes.
+TLS verified against the cluster CA (in its connector), bearer tokens (read and
+refreshed by its hooks) and one pooled aiohttp session. Requests do not go through its
+`ApiClient.call_api`: that generic machinery (header and parameter sanitizing, model
+serialization, a dozen keyword hops per call) cost more than the request itself on the
+bind path (docs/performance.md). `_send` puts the request on the library's session
+directly, with the headers built once per content type, the library's own
+Authorization lookup (so its token refresh hooks still run before every request), its
+proxy and TLS server name, and the body encoded by `json_codec`.
 
 - `request()` returns the parsed JSON body of a 2xx answer and raises the error tree of
   `scheduler.client.errors` for everything else.
@@ -21,10 +25,13 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import aiohttp
+from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
+from yarl import URL
 
 from scheduler.client import json_codec
 from scheduler.client.errors import ApiError, api_errors, error_from_response
@@ -46,6 +53,8 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
 
 Query = Mapping[str, str | int | bool] | Sequence[tuple[str, str | int | bool]]
+
+_BODYLESS = frozenset({"GET", "HEAD"})
 
 DEFAULT_REQUEST_TIMEOUT = 30.0
 """Seconds for one whole non-watch request."""
@@ -127,6 +136,22 @@ class Connection:
 
     def __init__(self, api_client: k8s_client.ApiClient) -> None:
         self.api_client = api_client
+        configuration = api_client.configuration
+        rest = api_client.rest_client
+        # what the library's RESTClientObject would pass per request, read once
+        self._session: aiohttp.ClientSession = rest.pool_manager
+        self._base_url = str(configuration.host)
+        self._options: dict[str, Any] = {}
+        if rest.proxy:
+            self._options["proxy"] = rest.proxy
+        else:
+            self._options.update(_env_proxy(self._base_url))
+        if rest.proxy_headers:
+            self._options["proxy_headers"] = rest.proxy_headers
+        if rest.server_hostname:
+            self._options["server_hostname"] = rest.server_hostname
+        self._header_sets: dict[tuple[str, str], dict[str, str]] = {}
+        self._timeouts: dict[float | None, aiohttp.ClientTimeout] = {}
 
     # ---- construction -------------------------------------------------------------
     @classmethod
@@ -223,7 +248,14 @@ class Connection:
         session.detach()
         rest.pool_manager = aiohttp.ClientSession(
             connector=connector,
-            trust_env=True,
+            # not trust_env: with it aiohttp looks up ~/.netrc and the proxy variables
+            # in a worker thread for every request, two thread hops that cost more CPU
+            # than the rest of a bind. The proxy variables are read once instead
+            # (Connection._options), as client-go's ProxyFromEnvironment does.
+            trust_env=False,
+            # the apiserver sets no cookies (client-go keeps no jar): skip the jar's
+            # per-request filtering
+            cookie_jar=aiohttp.DummyCookieJar(),
             read_bufsize=2**21,
             trace_configs=[_last_check_trace()],
         )
@@ -243,6 +275,41 @@ class Connection:
         await self.close()
 
     # ---- raw requests -------------------------------------------------------------
+    def _headers(self, content_type: str, accept: str) -> dict[str, str]:
+        """The fixed headers of a request with this content type, built once: Accept,
+        Content-Type, then the client's defaults (User-Agent), as ApiClient orders them."""
+        key = (content_type, accept)
+        headers = self._header_sets.get(key)
+        if headers is None:
+            headers = {"Accept": accept, "Content-Type": content_type}
+            headers.update(self.api_client.default_headers)
+            if self.api_client.cookie:
+                headers["Cookie"] = self.api_client.cookie
+            self._header_sets[key] = headers
+        return headers
+
+    async def _authorization(self) -> str | None:
+        """The bearer token header value, or None (client certificates are in the TLS
+        context). The library's own lookup runs its refresh hook first, so a rotated
+        token file (`_TokenFile`, the in-cluster ServiceAccount token) is re-read."""
+        configuration = self.api_client.configuration
+        if "BearerToken" not in configuration.api_key:
+            return None
+        token: str | None = await configuration.get_api_key_with_prefix("BearerToken")
+        return token
+
+    def _timeout(
+        self, request_timeout: float | aiohttp.ClientTimeout | None
+    ) -> aiohttp.ClientTimeout:
+        """A number is the whole request's limit, None none at all (as the library)."""
+        if isinstance(request_timeout, aiohttp.ClientTimeout):
+            return request_timeout
+        timeout = self._timeouts.get(request_timeout)
+        if timeout is None:
+            timeout = aiohttp.ClientTimeout(total=request_timeout or None)
+            self._timeouts[request_timeout] = timeout
+        return timeout
+
     async def _send(
         self,
         method: str,
@@ -254,17 +321,26 @@ class Connection:
         request_timeout: float | aiohttp.ClientTimeout | None,
         accept: str = JSON,
     ) -> aiohttp.ClientResponse:
-        headers = {"Accept": accept, "Content-Type": content_type}
+        """One request on the pooled session. `body` is JSON-encoded unless it is bytes
+        already; GET and HEAD carry none."""
+        url = self._base_url + path
+        if query:
+            url += "?" + urlencode(_query_tuples(query))
+        data: bytes | None = None
+        if body is not None and method not in _BODYLESS:
+            data = body if isinstance(body, bytes) else json_codec.dumps(body)
+        headers = self._headers(content_type, accept)
         with api_errors():
-            response: aiohttp.ClientResponse = await self.api_client.call_api(
-                path,
+            authorization = await self._authorization()
+            if authorization:
+                headers = {**headers, "Authorization": authorization}
+            response: aiohttp.ClientResponse = await self._session.request(
                 method,
-                query_params=_query_tuples(query),
-                header_params=headers,
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=request_timeout,
+                url,
+                headers=headers,
+                data=data,
+                timeout=self._timeout(request_timeout),
+                **self._options,
             )
         return response
 
@@ -386,6 +462,19 @@ def _parse_event(line: bytes) -> dict[str, Any] | None:
     if not isinstance(event, dict):
         raise ApiError(200, "BadWatchEvent", "watch line is not an object")
     return event
+
+
+def _env_proxy(base_url: str) -> dict[str, Any]:
+    """HTTPS_PROXY / HTTP_PROXY for the apiserver unless NO_PROXY exempts it, read once
+    (client-go reads them once per process too): the request options to use it."""
+    try:
+        proxy, proxy_auth = get_env_proxy_for_url(URL(base_url))
+    except LookupError:
+        return {}
+    options: dict[str, Any] = {"proxy": proxy}
+    if proxy_auth is not None:
+        options["proxy_auth"] = proxy_auth
+    return options
 
 
 class _TokenFile:

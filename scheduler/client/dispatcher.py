@@ -195,9 +195,7 @@ class Dispatcher:
         fenced: bool,
     ) -> Response:
         attempts = self.settings.max_attempts if retry else 1
-        backoff = Backoff(
-            self.settings.retry_initial, self.settings.retry_max, jitter=0.5, rand=self._rand
-        )
+        backoff: Backoff | None = None  # built at the first retry: most calls need none
         attempt = 0
         while True:
             attempt += 1
@@ -230,6 +228,13 @@ class Dispatcher:
                     self._failures += 1
                     exc.attempts = attempt
                     raise
+                if backoff is None:
+                    backoff = Backoff(
+                        self.settings.retry_initial,
+                        self.settings.retry_max,
+                        jitter=0.5,
+                        rand=self._rand,
+                    )
                 delay = max(backoff.next_delay(), exc.retry_after or 0.0)
                 self._retries += 1
                 log.info(

@@ -7,9 +7,10 @@ import uuid
 
 import pytest
 
-from scheduler.client.connection import Connection
-from scheduler.client.errors import ConnectionFailed, Forbidden, NotFound
-from tests.kube import ClusterHandle
+from kas_dev.cluster.ports import free_port
+from scheduler.client.connection import STRATEGIC_MERGE_PATCH, Connection
+from scheduler.client.errors import ConnectionFailed, Forbidden, NotFound, Unauthorized
+from tests.kube import ClusterHandle, pod_manifest
 
 pytestmark = pytest.mark.cluster
 
@@ -84,3 +85,69 @@ async def test_tls_is_verified_against_the_given_ca(cluster: ClusterHandle) -> N
     async with Connection.from_token(cluster.api_url, token="x", ca_file=None) as conn:
         with pytest.raises(ConnectionFailed):
             await conn.request("GET", "/api/v1/nodes")
+
+
+async def test_a_rotated_token_file_is_used_from_the_next_request(
+    cluster: ClusterHandle, tmp_path: object
+) -> None:
+    """The token file is re-read before a request once it changed (projected tokens
+    rotate under a running scheduler): a refused token, then a good one, on one pool."""
+    import os
+    import pathlib
+
+    ns = f"sa-{uuid.uuid4().hex[:6]}"
+    good = service_account_token(cluster, ns, "scheduler")
+    token_file = pathlib.Path(str(tmp_path)) / "token"
+    token_file.write_text("not-a-token\n")
+    async with Connection.from_token(
+        cluster.api_url, token_file=str(token_file), ca_file=cluster.ca_file
+    ) as conn:
+        with pytest.raises(Unauthorized):
+            await conn.request("GET", "/api/v1/nodes", query={"limit": 1})
+        token_file.write_text(good + "\n")
+        stat = token_file.stat()  # a distinct mtime even on a coarse-grained filesystem
+        os.utime(token_file, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+        assert (await conn.request("GET", "/api/v1/nodes", query={"limit": 1}))["items"]
+
+
+async def test_the_user_agent_names_the_field_manager_of_our_writes(
+    cluster: ClusterHandle,
+) -> None:
+    """The API server records a write's field manager from its User-Agent (up to the
+    first "/"): the header goes out on every request, status patches included."""
+    ns = cluster.create_namespace(f"ua-{uuid.uuid4().hex[:6]}")
+    cluster.create_pod(ns, pod_manifest("p", scheduler_name="nobody"))
+    conn = await Connection.from_kubeconfig(cluster.kubeconfig, user_agent="kas-ua-test/v9")
+    async with conn:
+        patch = {"status": {"nominatedNodeName": "kwok-node-1"}}
+        await conn.request(
+            "PATCH",
+            f"/api/v1/namespaces/{ns}/pods/p/status",
+            body=patch,
+            content_type=STRATEGIC_MERGE_PATCH,
+        )
+    pod = cluster.get_pod(ns, "p")
+    assert pod is not None
+    managers = {entry["manager"] for entry in pod["metadata"]["managedFields"]}
+    assert "kas-ua-test" in managers
+
+
+async def test_the_proxy_of_the_environment_is_read_when_the_connection_is_built(
+    cluster: ClusterHandle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HTTPS_PROXY / NO_PROXY are honoured, read once when the connection is built (as
+    client-go reads them once): requests through a proxy that refuses fail, an
+    exempted apiserver is reached directly, and a later change of the variables does
+    not change a built connection."""
+    closed = f"http://127.0.0.1:{free_port()}"
+    with monkeypatch.context() as env:
+        env.setenv("HTTPS_PROXY", closed)
+        env.delenv("NO_PROXY", raising=False)
+        env.delenv("no_proxy", raising=False)
+        proxied = await Connection.from_kubeconfig(cluster.kubeconfig)
+        env.setenv("NO_PROXY", "127.0.0.1")
+        direct = await Connection.from_kubeconfig(cluster.kubeconfig)
+    async with proxied, direct:
+        with pytest.raises(ConnectionFailed):
+            await proxied.request("GET", "/api/v1/nodes", query={"limit": 1})
+        assert (await direct.request("GET", "/api/v1/nodes", query={"limit": 1}))["items"]
