@@ -44,7 +44,7 @@ from scheduler.framework.waiting_pods import WaitingPods
 from scheduler.leader import LeaderElectionSettings, LeaderElector, LeaseFence
 from scheduler.lister_informers import lister_informers, pdb_informer
 from scheduler.loop import SchedulingLoop
-from scheduler.metrics import PolicyMetrics, SchedulerMetrics
+from scheduler.metrics import LabelledChildren, PolicyMetrics, SchedulerMetrics
 from scheduler.model import (
     NodeInfo,
     PodInfo,
@@ -126,17 +126,17 @@ class SchedulerApp:
         m = self.metrics
         cc = self.cfg.client_connection
 
+        # children looked up once each (metrics.LabelledChildren), shared by both dispatchers
+        api_requests = LabelledChildren(m.api_requests)
+        api_request_duration = LabelledChildren(m.api_request_duration)
+
         def dispatcher(on: Connection) -> Dispatcher:
             # each with its own token bucket and slots; both counted in the same metrics
             return Dispatcher(
                 on,
                 DispatcherSettings(qps=cc.qps, burst=cc.burst),
-                on_request=lambda verb, res, code: m.api_requests.labels(
-                    verb=verb, resource=res, code=code
-                ).inc(),
-                on_latency=lambda verb, res, s: m.api_request_duration.labels(
-                    verb=verb, resource=res
-                ).observe(s),
+                on_request=lambda verb, res, code: api_requests(verb, res, code).inc(),
+                on_latency=lambda verb, res, s: api_request_duration(verb, res).observe(s),
             )
 
         self.dispatcher = dispatcher(self.connection)
@@ -258,9 +258,12 @@ class SchedulerApp:
             self.pdb_informer,
             *lister_informers(self.connection, self.listers, self.workloads, self.queue),
         ]
+        # one child cache for all informers (metrics.LabelledChildren)
+        relists = LabelledChildren(m.informer_relists)
+        informer_events = LabelledChildren(m.informer_events)
         for inf in self._informers():
-            inf.on_list = lambda res: m.informer_relists.labels(resource=res).inc()
-            inf.on_event = lambda res, t: m.informer_events.labels(resource=res, type=t).inc()
+            inf.on_list = lambda res: relists(res).inc()
+            inf.on_event = lambda res, t: informer_events(res, t).inc()
 
     def _build_loop_and_server(self) -> None:
         """The status writer, the loop, the health/metrics/explain server."""

@@ -25,7 +25,7 @@ from scheduler.framework.diagnosis import fit_error_message
 from scheduler.framework.scheduling_framework import SchedulingFramework
 from scheduler.framework.status import Code, Status
 from scheduler.framework.waiting_pods import WaitingPod
-from scheduler.metrics import SchedulerMetrics
+from scheduler.metrics import LabelledChildren, SchedulerMetrics
 from scheduler.model import PodInfo
 from scheduler.queue import QueuedPodInfo
 from scheduler.queue.events import ASSIGNED_POD_DELETE
@@ -92,6 +92,13 @@ class BindingCycles:
         self._clock = failures.clock
         self._events = events
         self._metrics = metrics
+        # children looked up once each (metrics.LabelledChildren: labels() per bind was
+        # several percent of the CPU in issue 12's profile)
+        self._goroutines = LabelledChildren(metrics.goroutines)
+        self._binding_duration = LabelledChildren(metrics.binding_duration)
+        self._attempts_scheduled = LabelledChildren(metrics.schedule_attempts)
+        self._attempt_duration_scheduled = LabelledChildren(metrics.scheduling_attempt_duration)
+        self._sli_duration = LabelledChildren(metrics.pod_scheduling_sli_duration)
         self._slots = asyncio.Semaphore(max_in_flight)
         # leader-election fence (leader.LeaseFence.open): checked right before each bind
         self._fence = fence or (lambda operation: True)
@@ -103,7 +110,7 @@ class BindingCycles:
     def start(self, a: Assumed, waiting: WaitingPod | None, permit_timeout: float) -> None:
         """Hand the assumed pod to its binding task (it owns the pod from here on)."""
         self._tasks.spawn(self._run(a, waiting, permit_timeout), name=f"bind-{a.info.pod.key}")
-        self._metrics.goroutines.labels(operation="binding").set(len(self._tasks))
+        self._goroutines("binding").set(len(self._tasks))
 
     async def drain(self, grace: float) -> None:
         """Let in-flight binds finish for `grace` seconds, then cancel them (each
@@ -126,7 +133,7 @@ class BindingCycles:
                     return
                 bind_start = self._clock.now()
                 st = await fwk.run_bind(state, assumed, node)
-                self._metrics.binding_duration.labels(result="ok" if st.ok else "error").observe(
+                self._binding_duration("ok" if st.ok else "error").observe(
                     self._clock.now() - bind_start
                 )
                 if not st.ok:
@@ -180,7 +187,7 @@ class BindingCycles:
                 fwk, a.info, Status.from_error(exc), f"binding failed: {exc}", a.start, RESULT_ERROR
             )
         finally:
-            self._metrics.goroutines.labels(operation="binding").set(len(self._tasks) - 1)
+            self._goroutines("binding").set(len(self._tasks) - 1)
 
     async def _wait_at_permit(
         self, fwk: SchedulingFramework, waiting: WaitingPod, limit: float
@@ -224,14 +231,12 @@ class BindingCycles:
         profile = a.fwk.profile_name
         now = self._clock.now()
         m = self._metrics
-        m.schedule_attempts.labels(result=RESULT_SCHEDULED, profile=profile).inc()
-        m.scheduling_attempt_duration.labels(result=RESULT_SCHEDULED, profile=profile).observe(
-            now - start
-        )
+        self._attempts_scheduled(RESULT_SCHEDULED, profile).inc()
+        self._attempt_duration_scheduled(RESULT_SCHEDULED, profile).observe(now - start)
         attempts = max(info.attempts, 1)
         m.pod_scheduling_attempts.observe(attempts)
         first = info.initial_attempt_timestamp or info.timestamp
-        m.pod_scheduling_sli_duration.labels(attempts=str(min(attempts, 16))).observe(now - first)
+        self._sli_duration(str(min(attempts, 16))).observe(now - first)
         # upstream logs a successful bind at V(2), off by default; at INFO this line
         # was 8% of the process's CPU in the 3000-pod profile (docs/performance.md)
         log.debug("bound pod=%s node=%s", pod.key, node)
