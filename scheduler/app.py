@@ -232,8 +232,12 @@ class SchedulerApp:
         for fwk in self.frameworks.values():
             for plugin, evs in fwk.events_to_register().items():
                 events_to_register.setdefault(plugin, []).extend(evs)
+        # a QueueSort plugin may state its order as a key too (PrioritySort does): activeQ
+        # then compares keys in C; one with only `less` gets the less-function heap
+        sort_key = getattr(first.queue_sort_plugin, "sort_key", None)
         self.queue: SchedulingQueue[PodInfo] = SchedulingQueue(
             less=first.queue_sort_less,
+            sort_key=sort_key,
             pre_enqueue=self._pre_enqueue,
             events_to_register=events_to_register,
             pod_initial_backoff=float(self.cfg.pod_initial_backoff_seconds),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 
 class QueueablePod(Protocol):
@@ -66,6 +66,16 @@ def priority_sort_less(a: QueuedPodInfo[P], b: QueuedPodInfo[P]) -> bool:
     """PrioritySort: higher priority first, then the earlier timestamp."""
     pa, pb = a.pod.priority, b.pod.priority
     return pa > pb or (pa == pb and a.timestamp < b.timestamp)
+
+
+SortKeyFn = Callable[[P, float], tuple[Any, ...]]
+"""A QueueSort order stated as a key of (pod, queue timestamp): ``less(a, b)`` exactly when
+``key(a) < key(b)``. Lets activeQ compare keys in C (sort_key_heap.py)."""
+
+
+def priority_sort_key(pod: QueueablePod, timestamp: float) -> tuple[int, float]:
+    """The key of :func:`priority_sort_less`: priority descending, then timestamp."""
+    return (-pod.priority, timestamp)
 
 
 def backoff_duration(attempts: int, initial: float, maximum: float) -> float:

@@ -46,9 +46,17 @@ from scheduler.queue.backoff_queue import BackoffQueue
 from scheduler.queue.flush_tasks import FlushTasks, QueueState
 from scheduler.queue.heap import KeyedHeap
 from scheduler.queue.in_flight import InFlightPods
-from scheduler.queue.pod_info import LessFn, P, QueuedPodInfo, priority_sort_less
+from scheduler.queue.pod_info import (
+    LessFn,
+    P,
+    QueuedPodInfo,
+    SortKeyFn,
+    priority_sort_key,
+    priority_sort_less,
+)
 from scheduler.queue.queue_metrics import QueueMetrics
 from scheduler.queue.queueing_hints import QueueingHints, RequeueStrategy
+from scheduler.queue.sort_key_heap import SortKeyHeap
 from scheduler.queue.statistics import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, QueueStatistics
 
 log = logging.getLogger(__name__)
@@ -72,6 +80,7 @@ class SchedulingQueue(Generic[P]):
         self,
         *,
         less: LessFn[P] = priority_sort_less,
+        sort_key: SortKeyFn[P] | None = None,
         pre_enqueue: PreEnqueueFn = _always_enqueue,
         events_to_register: Mapping[str, Sequence[ClusterEventWithHint]] | None = None,
         pod_initial_backoff: float = DEFAULT_POD_INITIAL_BACKOFF,
@@ -88,7 +97,16 @@ class SchedulingQueue(Generic[P]):
         self._max_in_unschedulable = max_in_unschedulable
         self._metrics = QueueMetrics(metrics)
 
-        self._active: KeyedHeap[QueuedPodInfo[P]] = KeyedHeap(lambda i: i.uid, less)
+        # activeQ compares sort keys in C when the QueueSort order comes with one
+        # (sort_key_heap.py); a plugin with only `less` keeps the less-function heap
+        if sort_key is None and less is priority_sort_less:
+            sort_key = priority_sort_key
+        self._active: KeyedHeap[QueuedPodInfo[P]] | SortKeyHeap[QueuedPodInfo[P]]
+        if sort_key is None:
+            self._active = KeyedHeap(lambda i: i.uid, less)
+        else:
+            key_of = sort_key
+            self._active = SortKeyHeap(lambda i: i.uid, lambda i: key_of(i.pod, i.timestamp))
         self._backoff: BackoffQueue[P] = BackoffQueue(pod_initial_backoff, pod_max_backoff, clock)
         self._unschedulable: dict[str, QueuedPodInfo[P]] = {}
         self._gated: dict[str, QueuedPodInfo[P]] = {}
