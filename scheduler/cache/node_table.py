@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.cache.node_view import NodeView
+from scheduler.model.node import NodeInfo
 from scheduler.model.quantity import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from scheduler.model.selectors import (
     DOES_NOT_EXIST,
@@ -107,6 +108,8 @@ class NodeTable:
         self._taint_set_index: dict[tuple[Taint, ...], int] = {(): 0}
         self.images: dict[str, dict[int, int]] = {}
         self._row_images: list[Mapping[str, int]] = []
+        # the (immutable) NodeInfo each row's node columns were last written from
+        self._row_node: list[NodeInfo | None] = []
         self._live_slots: IntArray | None = None
         self.version = 0  # bumped on every row change
 
@@ -178,6 +181,7 @@ class NodeTable:
             self.names.append(name)
             self._row_labels.append({})
             self._row_images.append({})
+            self._row_node.append(None)
         self.index[name] = slot
         self.live[slot] = True
         self._live_slots = None
@@ -187,25 +191,34 @@ class NodeTable:
         node = view.node
         assert node is not None
         self.version += 1
-        for res in node.allocatable:
-            if res != PODS and res not in self.resources:
-                self._resource_column(res)
         for res in view.requested:
             if res not in self.resources:
                 self._resource_column(res)
         cols = self.resources
-        alloc_row = self.alloc[slot]
         req_row = self.req[slot]
-        alloc_row[:] = 0
         req_row[:] = 0
-        for res, amount in node.allocatable.items():
-            if res != PODS:
-                alloc_row[cols[res]] = amount
         for res, amount in view.requested.items():
             req_row[cols[res]] = amount
         self.nz_req[slot, 0] = view.non_zero_cpu
         self.nz_req[slot, 1] = view.non_zero_memory
         self.pod_count[slot] = len(view.pods)
+        # A NodeInfo is immutable: the row's node columns (allocatable, labels, taints,
+        # images) already hold this very object's values when it wrote them last. After a
+        # bind only the pod sums change, so this skips most of the row write (issue 12).
+        if self._row_node[slot] is not node:
+            self._set_node_columns(slot, node)
+            self._row_node[slot] = node
+
+    def _set_node_columns(self, slot: int, node: NodeInfo) -> None:
+        for res in node.allocatable:
+            if res != PODS and res not in self.resources:
+                self._resource_column(res)
+        cols = self.resources
+        alloc_row = self.alloc[slot]
+        alloc_row[:] = 0
+        for res, amount in node.allocatable.items():
+            if res != PODS:
+                alloc_row[cols[res]] = amount
         self.max_pods[slot] = node.allocatable.get(PODS, 0)
         self.unschedulable[slot] = node.unschedulable
         # labels: clear keys the node lost, write the rest
@@ -262,6 +275,7 @@ class NodeTable:
                 if not holders:
                     del self.images[img]
         self._row_images[slot] = {}
+        self._row_node[slot] = None
         self._free.append(slot)
         self._live_slots = None
         return slot
