@@ -38,6 +38,30 @@ DEFAULT_ASSUMED_POD_TTL = 15 * 60.0
 _TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
+# dataclasses.replace(pod, node_name=...) builds a kwargs dict of PodInfo's 40 fields and
+# runs __init__ (7 us, per assumed pod: issue 12); copying the slots through their
+# descriptors gives the equal record in half that. Valid while PodInfo's __init__ only
+# stores its fields (no __post_init__, every field init=True): checked here.
+if hasattr(PodInfo, "__post_init__") or not all(f.init for f in dataclasses.fields(PodInfo)):
+    raise TypeError("PodInfo's __init__ does more than store fields: use dataclasses.replace")
+_POD_SLOTS = tuple(
+    (vars(PodInfo)[f.name].__get__, vars(PodInfo)[f.name].__set__)
+    for f in dataclasses.fields(PodInfo)
+)
+_set_node_name = vars(PodInfo)["node_name"].__set__
+
+
+def _with_node_name(pod: PodInfo, node_name: str) -> PodInfo:
+    """``dataclasses.replace(pod, node_name=node_name)``, faster (see above)."""
+    if type(pod) is not PodInfo:  # a subclass may have slots of its own
+        return dataclasses.replace(pod, node_name=node_name)
+    out = object.__new__(PodInfo)
+    for get, put in _POD_SLOTS:
+        put(out, get(pod))
+    _set_node_name(out, node_name)
+    return out
+
+
 class CacheError(RuntimeError):
     """Misuse of the cache (assuming a pod twice, forgetting one never assumed)."""
 
@@ -134,7 +158,7 @@ class Cache:
         assumed record (the pod with node_name set)."""
         if pod.uid in self._pods:
             raise CacheError(f"pod {pod.key} is already in the cache")
-        assumed = dataclasses.replace(pod, node_name=node_name)
+        assumed = _with_node_name(pod, node_name)
         self._pods[pod.uid] = _PodState(assumed, assumed=True)
         self._assumed.add(pod.uid)
         self._add_to_node(assumed)

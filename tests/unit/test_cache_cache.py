@@ -294,3 +294,30 @@ def test_incremental_snapshot_matches_a_fresh_one() -> None:
                 assert a is not None and b is not None
                 assert a.pods == b.pods and a.requested == b.requested
             assert snap.with_affinity == set() and fresh.with_affinity == set()
+
+
+def test_assumed_record_equals_dataclasses_replace_field_for_field() -> None:
+    import dataclasses
+
+    from scheduler.cache.cache import _with_node_name
+
+    pod = (
+        make_pod("rich")
+        .priority(7)
+        .label("app", "web")
+        .requests(cpu="250m", memory="1Gi")
+        .host_port(8080)
+        .image("nginx:1")
+        .preferred_node_affinity(3, "zone", "a")
+        .pvc("data")
+        .owner("ReplicaSet", "rs")
+        .gate("g")
+        .terminating()
+        .obj()
+    )
+    fast = _with_node_name(pod, "n1")
+    slow = dataclasses.replace(pod, node_name="n1")
+    assert fast == slow and fast is not pod and pod.node_name != "n1"
+    for f in dataclasses.fields(slow):
+        assert getattr(fast, f.name) is getattr(slow, f.name) or f.name == "node_name"
+    assert fast.node_name == "n1"
