@@ -81,6 +81,7 @@ class NodeResourcesFit(
         self.args = args
         self._resources = args.scoring_strategy.resources
         self._weights = weights(self._resources)
+        self._weight_sum = int(self._weights.sum())
         self._type = args.scoring_strategy.type
         self._shape = args.scoring_strategy.shape
 
@@ -181,6 +182,16 @@ class NodeResourcesFit(
         """upstream least_allocated.go / most_allocated.go /
         requested_to_capacity_ratio.go, integer arithmetic as Go's."""
         valid = alloc > 0
+        linear = self._type in (LEAST_ALLOCATED, MOST_ALLOCATED)
+        if linear and self._weight_sum > 0 and valid.all():
+            # the common case, every resource counts on every node: the weighted sum is a
+            # plain integer dot product with the constant weights (same integers)
+            if self._type == LEAST_ALLOCATED:
+                per = np.where(req > alloc, 0, (alloc - req) * MAX_NODE_SCORE // alloc)
+            else:
+                per = np.minimum(req, alloc) * MAX_NODE_SCORE // alloc
+            fast: IntArray = (per @ self._weights) // self._weight_sum
+            return fast
         safe = np.where(valid, alloc, 1)
         if self._type == LEAST_ALLOCATED:
             per = np.where(req > alloc, 0, (alloc - req) * MAX_NODE_SCORE // safe)
