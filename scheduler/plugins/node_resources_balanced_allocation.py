@@ -50,6 +50,29 @@ FloatArray = npt.NDArray[np.float64]
 def balance(requested: IntArray, alloc: IntArray) -> IntArray:
     """upstream balancedResourceScore, one row per node."""
     valid = alloc > 0
+    if requested.shape[1] == 2 and valid.all():
+        return _balance_two(requested, alloc)
+    return _balance_general(requested, alloc, valid)
+
+
+def _balance_two(requested: IntArray, alloc: IntArray) -> IntArray:
+    """The common case (cpu and memory, both allocatable on every node) in a few numpy
+    calls: std = |f0 - f1| / 2. Same float64 operations, in the same order, as the
+    general path's two-fraction branch, so the integers are identical."""
+    frac: FloatArray = requested / alloc
+    np.minimum(frac, 1.0, out=frac)
+    std = frac[:, 0] - frac[:, 1]
+    std /= 2
+    np.abs(std, out=std)
+    score = 1 - std
+    score *= MAX_NODE_SCORE
+    out: IntArray = score.astype(np.int64)  # Go int64(): truncation
+    return out
+
+
+def _balance_general(
+    requested: IntArray, alloc: IntArray, valid: npt.NDArray[np.bool_]
+) -> IntArray:
     frac: FloatArray = np.where(valid, requested / np.where(valid, alloc, 1), 0.0)
     frac = np.minimum(frac, 1.0)
     count = valid.sum(axis=1)
