@@ -365,7 +365,8 @@ class Session:
             deadline = t0 + w.timeout_s
             last_print = 0.0
             while True:
-                done = rec.count_bound("measured")
+                # a measured pod a preemptor evicted before its bind is settled too
+                done = rec.count_bound("measured") + len(rec.evicted_unbound("measured"))
                 now = time.monotonic()
                 if not affinity and now - started > 0.5 and monitor.proc is not None:
                     # the masks every thread of the contender really has
@@ -406,6 +407,10 @@ class Session:
                 result["process"]["gomaxprocs_logged"] = _logged_gomaxprocs(monitor.log)
             result["phases"] = phases
             result["watch_restarts"] = rec.restarts
+            evicted = rec.evicted_unbound("measured")
+            result["measured"]["evicted_before_bind"] = len(evicted)
+            if evicted and result["measured"]["bound"] + len(evicted) == n:
+                result["measured"]["complete"] = True
             result["ok"] = bool(result["measured"]["complete"] and alive_at_end)
             if not result["ok"]:
                 result["error"] = (

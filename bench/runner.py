@@ -151,6 +151,13 @@ class Recorder:
             n: r.bound_at for n, r in self.pods.items() if r.role == role and r.bound_at is not None
         }
 
+    def evicted_unbound(self, role: str) -> list[str]:
+        """Pods of `role` deleted before anyone saw them bound: a measured pod has
+        upstream's priority 0, the victims' own, so a preemptor may evict it while its
+        bind is in flight (both schedulers take assumed pods as candidates)."""
+        return [n for n, r in self.pods.items()
+                if r.role == role and r.bound_at is None and r.deleted_at is not None]  # fmt: skip
+
     def count_bound(self, role: str) -> int:
         return sum(1 for r in self.pods.values() if r.role == role and r.bound_at is not None)
 

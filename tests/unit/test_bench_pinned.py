@@ -377,3 +377,18 @@ def test_what_the_machine_could_not_hold_is_said_with_the_largest_size_that_ran(
         "(largest size that ran: 1000 nodes)"
     ]
     assert "What this machine could not hold:" in pinned_report.render(doc, "x.json")
+
+
+def test_a_measured_pod_evicted_before_its_bind_is_settled_not_bound() -> None:
+    from bench.runner import Recorder
+    from bench.workloads import ROLE_LABEL
+
+    rec = Recorder(api=None)  # type: ignore[arg-type]  # _note never touches the API
+    meta = {"labels": {ROLE_LABEL: "measured"}}
+    rec._note({"metadata": {"name": "m-0", **meta}, "spec": {"nodeName": "n1"}}, False, 1.0)
+    rec._note({"metadata": {"name": "m-1", **meta}, "spec": {}}, False, 1.0)
+    rec._note({"metadata": {"name": "m-1", **meta}, "spec": {}}, True, 2.0)  # a victim
+    rec._note({"metadata": {"name": "m-2", **meta}, "spec": {}}, False, 1.0)  # still pending
+    rec._note({"metadata": {"name": "m-0", **meta}, "spec": {"nodeName": "n1"}}, True, 3.0)
+    assert rec.count_bound("measured") == 1
+    assert rec.evicted_unbound("measured") == ["m-1"]
