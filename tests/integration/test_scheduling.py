@@ -120,12 +120,18 @@ def test_a_pod_that_fits_nowhere_gets_an_event_and_a_condition_then_lands_on_a_n
     wait_for(lambda: (cluster.get_pod(ns, "huge") or {}).get("spec", {}).get("nodeName") == "giant-0",
              timeout=20, what="huge bound to giant-0")  # fmt: skip
     assert time.monotonic() - added < 20
-    evs = [
-        e
-        for e in cluster.events(ns)
-        if e["reason"] == "Scheduled" and e["regarding"]["name"] == "huge"
-    ]
-    assert evs and evs[0]["note"] == f"Successfully assigned {ns}/huge to giant-0"
+
+    # the Scheduled event is written after the bind (as upstream's), so it may trail it
+    def scheduled_events() -> list[dict] | None:
+        evs = [
+            e
+            for e in cluster.events(ns)
+            if e["reason"] == "Scheduled" and e["regarding"]["name"] == "huge"
+        ]
+        return evs or None
+
+    evs = wait_for(scheduled_events, timeout=20, what="Scheduled event for huge")
+    assert evs[0]["note"] == f"Successfully assigned {ns}/huge to giant-0"
 
 
 def test_the_scheduler_survives_an_api_server_restart_and_schedules_everything_after(
