@@ -18,6 +18,12 @@ loop does, under a profile whose pods can be batched (PodTopologySpread with Lis
 defaulting and no default constraints; upstream's default System defaulting signs no
 pod); each cycle counted, so opportunistic batching reuses the previous cycle's list.
 
+--preemption: instead, one preemption evaluation (DefaultPreemption's PostFilter dry
+run: candidate sampling, victim selection on each sampled node, the pick) for a 3000m
+pod of priority 1000 on nodes each full with 4 pods of 900m at priority 0 (the pinned
+suite's Preemption shape); the offset is fixed so each run dry-runs the same nodes.
+Prints the evaluation's median and p90, with the node picked and its victims.
+
 --cpu: time each cycle with the process's CPU time instead of the wall clock (steadier
 when the machine is loaded by other work).
 """
@@ -30,8 +36,9 @@ import time
 from collections.abc import Callable
 
 from scheduler.cache import Cache, Nominator
+from scheduler.cache.node_view import NodeView
 from scheduler.config import names
-from scheduler.config.args import parse_plugin_args
+from scheduler.config.args import DefaultPreemptionArgs, parse_plugin_args
 from scheduler.framework import (
     CycleState,
     FitError,
@@ -40,9 +47,12 @@ from scheduler.framework import (
     profile_for,
     schedule_pod,
 )
+from scheduler.framework.schedule import NodeDryRun
 from scheduler.model.node import node_from_dict
 from scheduler.model.pod import PodInfo, pod_from_dict
 from scheduler.plugins.registry import in_tree_registry
+from scheduler.preemption.evaluator import DryRun, Evaluation, NodeLike
+from scheduler.preemption.policy_evaluator import new_evaluator
 
 # the clock each cycle is timed with; --cpu swaps in process CPU time
 clock: Callable[[], float] = time.perf_counter
@@ -241,6 +251,55 @@ def measure_identical(cache: Cache, fw: Framework, count: int) -> tuple[float, f
     return statistics.median(times), times[int(len(times) * 0.9)], statistics.fmean(times)
 
 
+def build_full(num_nodes: int) -> tuple[Cache, Framework]:
+    """Every node full: 4 pods of 900m at priority 0 on 4 CPU."""
+    cache = Cache()
+    for i in range(num_nodes):
+        cache.add_node(node_from_dict(_node(i)))
+        for j in range(4):
+            cache.add_pod(pod_from_dict(_pod(f"v-{i}-{j}", {"app": "low"}, f"node-{i}", "900m")))
+    plugins = tuple(r for r in names.DEFAULT_MULTI_POINT if r.name != names.DEFAULT_PREEMPTION)
+    return cache, Framework(profile_for(plugins), in_tree_registry())
+
+
+def preemptor_pod() -> PodInfo:
+    raw = _pod("preemptor", {"app": "high"}, cpu="3000m")
+    spec = raw["spec"]
+    assert isinstance(spec, dict)
+    spec["priority"] = 1000
+    return pod_from_dict(raw)
+
+
+def measure_preemption(cache: Cache, fw: Framework, repeat: int) -> tuple[float, float, Evaluation]:
+    """One evaluation as DefaultPreemption.post_filter runs it (Filter failed on every
+    node; the dry runs are the framework's NodeDryRun on the cycle's state)."""
+    snapshot = cache.new_snapshot()
+    cache.update_snapshot(snapshot)
+    nominator = Nominator()
+    pod = preemptor_pod()
+    state = CycleState()
+    failed = schedule_pod(fw, state, pod, snapshot, nominator)
+    assert isinstance(failed, FitError)
+    diagnosis = failed.diagnosis.node_to_status()
+    evaluator = new_evaluator(DefaultPreemptionArgs(), {pod.scheduler_name}, rand=lambda n: n // 3)
+
+    def fit(p: PodInfo, node: NodeLike, /) -> DryRun:
+        assert isinstance(node, NodeView)
+        return NodeDryRun(fw, state, p, node, nominator)
+
+    times = []
+    evaluation = None
+    for _ in range(repeat):
+        t0 = clock()
+        evaluation = evaluator.evaluate(
+            pod, diagnosis, snapshot, nominator, (), fit, num_all_nodes=snapshot.num_nodes
+        )
+        times.append(clock() - t0)
+    assert evaluation is not None and evaluation.decision is not None, evaluation
+    times.sort()
+    return statistics.median(times), times[int(len(times) * 0.9)], evaluation
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--repeat", type=int, default=200)
@@ -248,10 +307,24 @@ def main() -> None:
     parser.add_argument("--identical", action="store_true", help="identical pods in a row")
     parser.add_argument("--shapes", nargs="*", choices=list(SHAPES), default=list(SHAPES))
     parser.add_argument("--cpu", action="store_true", help="time CPU, not wall clock")
+    parser.add_argument("--preemption", action="store_true", help="one preemption evaluation")
     args = parser.parse_args()
     if args.cpu:
         global clock
         clock = time.process_time
+    if args.preemption:
+        print(f"{'nodes':>6} {'evaluation':<22} {'median ms':>10} {'p90 ms':>8}")
+        for n in args.nodes:
+            cache, fw = build_full(n)
+            med, p90, ev = measure_preemption(cache, fw, args.repeat)
+            d = ev.decision
+            assert d is not None
+            print(
+                f"{n:>6} {'preemption':<22} {med * 1e3:>10.3f} {p90 * 1e3:>8.3f}"
+                f"  checked {ev.nodes_checked} candidates {len(ev.candidates)}"
+                f" -> {d.node} victims {[v.name for v in d.victims]}"
+            )
+        return
     print(f"{'nodes':>6} {'pod':<22} {'median ms':>10} {'p90 ms':>8}")
     if args.identical:
         for n in args.nodes:

@@ -464,6 +464,14 @@ class NodeDryRun:
         self.state = state.clone()
         self.view = view.clone()
         self.nominator = nominator
+        # Which pods are nominated to this node cannot change while the dry run is used
+        # (within one cycle, synchronously), and usually none are: look once, so each of
+        # preemption's filter() calls (one per reprieve step) skips the nominated-pods
+        # pass when it would add nothing (the result is run_filter's either way).
+        self._any_nominated = nominator is not None and any(
+            p.uid != pod.uid and p.priority >= pod.priority
+            for p in nominator.nominated_pods_for_node(view.name)
+        )
 
     def remove_pod(self, victim: PodInfo) -> Status:
         if not self.view.remove_pod(victim):
@@ -475,6 +483,8 @@ class NodeDryRun:
         return self.framework.run_add_pod(self.state, self.pod, pod, self.view)
 
     def filter(self) -> Status:
+        if not self._any_nominated:
+            return self.framework.run_filter(self.state, self.pod, self.view)
         return self.framework.run_filter_with_nominated_pods(
             self.state, self.pod, self.view, self.nominator
         )

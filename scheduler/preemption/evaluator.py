@@ -249,31 +249,37 @@ def select_victims(
     if not potential:
         return [], 0, Status.unresolvable(MSG_NO_VICTIMS)
     run = fit(preemptor, node)
+    # The per-step checks are inlined (no helper call per pod): this loop runs for
+    # every sampled node (10% of a large cluster), once per lower-priority pod.
+    success = Code.SUCCESS
     for pod in potential:
-        _checked(run.remove_pod(pod))
+        st = run.remove_pod(pod)
+        if st.code != success:
+            raise DryRunError(st)
     status = run.filter()
-    if not status.ok:
+    if status.code != success:
         # Not even removing every lower-priority pod helps. (Pod affinity to one of the
         # victims is not considered, as upstream, for cost.)
         return [], 0, status
     potential.sort(key=importance_key)
-    violating, non_violating = split_by_pdb(potential, pdbs)
+    violating, non_violating = split_by_pdb(potential, pdbs) if pdbs else ([], potential)
     victims: list[PodInfo] = []
-
-    def reprieve(pod: PodInfo) -> bool:
-        _checked(run.add_pod(pod))
-        if run.filter().ok:
-            return True
-        _checked(run.remove_pod(pod))
-        victims.append(pod)
-        return False
-
     num_violations = 0
-    for pod in violating:
-        if not reprieve(pod):
-            num_violations += 1
-    for pod in non_violating:
-        reprieve(pod)
+    # Reprieve greedily, PDB-violating pods first, each group most important first: put
+    # the pod back; if the preemptor no longer fits, take it out again as a victim.
+    for group, violates in ((violating, True), (non_violating, False)):
+        for pod in group:
+            st = run.add_pod(pod)
+            if st.code != success:
+                raise DryRunError(st)
+            if run.filter().code == success:
+                continue
+            st = run.remove_pod(pod)
+            if st.code != success:
+                raise DryRunError(st)
+            victims.append(pod)
+            if violates:
+                num_violations += 1
     if violating and non_violating:
         victims.sort(key=importance_key)
     return victims, num_violations, Status.success()
@@ -285,11 +291,6 @@ class DryRunError(RuntimeError):
     def __init__(self, status: Status) -> None:
         super().__init__(status.message() or "dry run failed")
         self.status = status
-
-
-def _checked(status: Status) -> None:
-    if not status.ok:
-        raise DryRunError(status)
 
 
 def _earliest_start_of_most_important(victims: Sequence[PodInfo]) -> float:

@@ -351,3 +351,30 @@ def test_no_score_log_at_default_verbosity(caplog: pytest.LogCaptureFixture) -> 
     with caplog.at_level("INFO", logger="scheduler.framework.schedule"):
         _schedule(fw, make_pod("p").obj(), make_snapshot([make_node("a"), make_node("b")]))
     assert not [r for r in caplog.records if r.name == "scheduler.framework.schedule"]
+
+
+@pytest.mark.parametrize(("nominated_priority", "fits"), [(100, False), (99, True)])
+def test_node_dry_run_counts_nominated_pods_of_equal_or_higher_priority(
+    nominated_priority: int, fits: bool
+) -> None:
+    """The dry run looks at the node's nominated pods once; those at the preemptor's
+    priority or above still take their space in every filter() (upstream
+    RunFilterPluginsWithNominatedPods), lower ones do not."""
+    from scheduler.cache import Cache
+
+    victim = make_pod("v").requests(cpu="3").priority(1).node("a").obj()
+    cache = Cache()
+    cache.add_node(make_node("a").obj())
+    cache.add_pod(victim)
+    snap = cache.new_snapshot()
+    fw = make_framework()
+    pod = make_pod("p").priority(100).requests(cpu="2").obj()
+    state = CycleState()
+    assert fw.run_pre_filter(state, pod, snap)[1].ok
+    nominator = Nominator()
+    nominator.add(make_pod("n").priority(nominated_priority).requests(cpu="3").obj(), "a")
+    view = snap.get("a")
+    assert view is not None
+    run = NodeDryRun(fw, state, pod, view, nominator)
+    assert run.remove_pod(victim).ok
+    assert run.filter().ok is fits
