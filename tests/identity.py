@@ -45,8 +45,19 @@ def kubeconfig_for(
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
         .sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
     )
+    cert_path, key_path = write_pem_pair(out, user, cert, key)
+    kubeconfig = out / f"{user}.kubeconfig"
+    local.write_kubeconfig(kubeconfig, user, cert_path, key_path)
+    kubeconfig.chmod(0o600)
+    return kubeconfig
+
+
+def write_pem_pair(
+    out: Path, stem: str, cert: x509.Certificate, key: ec.EllipticCurvePrivateKey
+) -> tuple[Path, Path]:
+    """Write `<stem>.crt` and `<stem>.key` (PEM, unencrypted PKCS8) under `out`."""
     out.mkdir(parents=True, exist_ok=True)
-    cert_path, key_path = out / f"{user}.crt", out / f"{user}.key"
+    cert_path, key_path = out / f"{stem}.crt", out / f"{stem}.key"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     key_path.write_bytes(
         key.private_bytes(
@@ -55,7 +66,4 @@ def kubeconfig_for(
             serialization.NoEncryption(),
         )
     )
-    kubeconfig = out / f"{user}.kubeconfig"
-    local.write_kubeconfig(kubeconfig, user, cert_path, key_path)
-    kubeconfig.chmod(0o600)
-    return kubeconfig
+    return cert_path, key_path

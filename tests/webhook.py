@@ -28,6 +28,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from tests.identity import write_pem_pair
 from tests.kube import ClusterHandle
 
 KWOK_USER = "system:kwok"
@@ -52,16 +53,7 @@ def _serving_cert(pki: Path, out: Path) -> tuple[Path, Path]:
         )
         .sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
     )
-    out.mkdir(parents=True, exist_ok=True)
-    cert_path, key_path = out / "webhook.crt", out / "webhook.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
+    cert_path, key_path = write_pem_pair(out, "webhook", cert, key)
     return cert_path, key_path
 
 
