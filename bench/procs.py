@@ -119,8 +119,14 @@ def command_for(
     if contender == "upstream":
         return [str(bin_dir / "kube-scheduler"), f"--config={cfg}", "--secure-port=0", "-v=1"]
     if contender in ("ours-async", "ours-sync"):
+        # KAS_BENCH_PYINSTRUMENT=<file>: run ours under pyinstrument's sampling profiler
+        # (the text report is written when the harness stops it with SIGTERM), to see
+        # where a workload's time goes; never set for figures that are compared.
+        profile_out = os.environ.get("KAS_BENCH_PYINSTRUMENT")
+        profiler = (sys.executable, "-m", "pyinstrument", "-r", "text", "-o", profile_out)
+        cli = (*profiler, "-m", "scheduler") if profile_out else OURS_CLI
         return [
-            *OURS_CLI,
+            *cli,
             "run",
             "--config",
             str(cfg),

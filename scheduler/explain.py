@@ -47,6 +47,9 @@ __all__ = ["EXPLAIN_PATH", "AttemptLog", "Explainer", "NodeVerdict", "http_handl
 EXPLAIN_PATH = "/explain/{namespace}/{name}"
 
 MAX_REMEMBERED = 10_000  # pods whose last attempt is kept (oldest forgotten first)
+# node statuses kept over all attempts: about 40 MB at most (a pointer pair per entry in
+# the shared maps; the Status objects themselves are shared by many nodes)
+MAX_NODE_ENTRIES = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +79,14 @@ class Attempt:
     uid: str
     time: float
     message: str
-    nodes: tuple[NodeVerdict, ...]
+    # the cycle's own node -> Status map, kept as it is: turning it into verdicts costs a
+    # pass over every node, paid only when someone asks (explain), not per failed cycle
+    statuses: Mapping[str, Status]
     nominated_node: str | None
+
+    @property
+    def nodes(self) -> list[NodeVerdict]:
+        return _verdicts(self.statuses)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -89,27 +98,46 @@ class Attempt:
 
 
 class AttemptLog:
-    """The last failed attempt of each pod (bounded, by uid)."""
+    """The last failed attempt of each pod, by uid, oldest forgotten first.
 
-    def __init__(self, wall: Callable[[], float] = time.time) -> None:
+    Bounded twice: at most `max_pods` pods, and at most `max_node_entries` node statuses
+    over all kept attempts (each attempt holds one per node of the cluster, so on a
+    5000-node cluster the pod bound alone would allow 50 million). A forgotten attempt
+    only loses the `lastAttempt` part of explain; its `now` dry run does not need it."""
+
+    def __init__(
+        self,
+        wall: Callable[[], float] = time.time,
+        *,
+        max_pods: int = MAX_REMEMBERED,
+        max_node_entries: int = MAX_NODE_ENTRIES,
+    ) -> None:
         self._wall = wall
+        self._max_pods = max_pods
+        self._max_entries = max_node_entries
+        self._entries = 0
         self._attempts: OrderedDict[str, Attempt] = OrderedDict()
 
     def record(self, pod: PodInfo, fit: FitError, nominated: str | None) -> None:
-        statuses = fit.diagnosis.node_to_status()  # built (and cached) for PostFilter already
-        attempt = Attempt(
-            pod.uid, self._wall(), fit.message(), tuple(_verdicts(statuses)), nominated
-        )
-        self._attempts.pop(pod.uid, None)
+        # built (and cached) for PostFilter and the event already; never mutated after
+        statuses = fit.diagnosis.node_to_status()
+        attempt = Attempt(pod.uid, self._wall(), fit.message(), statuses, nominated)
+        self.forget(pod.uid)
         self._attempts[pod.uid] = attempt
-        while len(self._attempts) > MAX_REMEMBERED:
-            self._attempts.popitem(last=False)
+        self._entries += len(statuses)
+        while len(self._attempts) > 1 and (
+            len(self._attempts) > self._max_pods or self._entries > self._max_entries
+        ):
+            _, oldest = self._attempts.popitem(last=False)
+            self._entries -= len(oldest.statuses)
 
     def get(self, uid: str) -> Attempt | None:
         return self._attempts.get(uid)
 
     def forget(self, uid: str) -> None:
-        self._attempts.pop(uid, None)
+        old = self._attempts.pop(uid, None)
+        if old is not None:
+            self._entries -= len(old.statuses)
 
 
 class Explainer:

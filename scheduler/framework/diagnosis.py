@@ -37,6 +37,7 @@ class Diagnosis:
         self._single: dict[int, Status] = {}
         self._all: Status | None = None
         self._cache: dict[str, Status] | None = None
+        self._histogram: Counter[str] | None = None
         self.unschedulable_plugins: set[str] = set()
         self.pre_filter_msg = ""
         self.post_filter_msg = ""
@@ -49,6 +50,7 @@ class Diagnosis:
             return
         self._groups.append((slots, reasons, statuses))
         self._cache = None
+        self._histogram = None
         used = range(len(statuses)) if reasons is None else np.unique(reasons).tolist()
         for i in used:
             self._note(statuses[i])
@@ -56,12 +58,14 @@ class Diagnosis:
     def add(self, slot: int, status: Status) -> None:
         self._single[slot] = status
         self._cache = None
+        self._histogram = None
         self._note(status)
 
     def set_all(self, status: Status) -> None:
         """Every node has this status (PreFilter rejected the pod)."""
         self._all = status
         self._cache = None
+        self._histogram = None
         self._note(status)
 
     def _note(self, status: Status) -> None:
@@ -98,10 +102,19 @@ class Diagnosis:
         return out
 
     def reason_histogram(self) -> Counter[str]:
+        """Reason -> node count (read-only: cached with the node map, as the event, the
+        status condition and explain all ask for the same message)."""
+        if self._histogram is not None and self._cache is not None:
+            return self._histogram
         hist: Counter[str] = Counter()
-        for st in self.node_to_status().values():
-            for reason in st.reasons:
-                hist[reason] += 1
+        # count nodes per distinct Status first: many nodes share one Status object
+        statuses = self.node_to_status().values()
+        per_status = Counter(map(id, statuses))
+        by_id = {id(st): st for st in statuses}
+        for key, count in per_status.items():
+            for reason in by_id[key].reasons:
+                hist[reason] += count
+        self._histogram = hist
         return hist
 
 
