@@ -14,7 +14,9 @@ CPU 1, with GOMAXPROCS=1 for the Go binary.
 
 Shapes (bench/stats.py window_figures says exactly how each figure is cut):
 - drain: every measured pod exists before the contender starts; pods/s and CPU per pod
-  are taken from the first bind to the last; latency is from the contender's start;
+  are taken from the first bind to the last (in the preemption workloads from the
+  first victim deletion, when the contender deleted one before its first bind);
+  latency is from the contender's start;
 - arrival: the contender binds a warm-up pod, then the measured pods are created at
   `--rate` pods/s; window from the first create to the last bind.
 
@@ -501,7 +503,19 @@ def _figures(
     monitor: Monitor,
 ) -> dict[str, Any]:
     bound = rec.bound("measured")
-    measured = stats.window_figures(shape, started, created, bound, monitor.series)
+    first_write = None
+    if w.preemptor_role and shape == "drain":
+        # the first victim the contender deleted (init pods deleted before it started
+        # were the harness's restoring)
+        deletions = [
+            r.deleted_at
+            for r in rec.pods.values()
+            if r.role == "init" and r.deleted_at is not None and r.deleted_at >= started
+        ]
+        first_write = min(deletions, default=None)
+    measured = stats.window_figures(
+        shape, started, created, bound, monitor.series, first_write=first_write
+    )
     measured["create_rate"] = stats.bind_rate(list(created.values())) if created else None
     measured["latency_origin"] = "contender start" if shape == "drain" else "create sent"
     out: dict[str, Any] = {"measured": measured}

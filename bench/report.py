@@ -248,7 +248,10 @@ pods/s and latency under an equal CPU budget:
   contender's user+system CPU (psutil, sampled every 20 ms, interpolated) between the
   first and the last bind / (bound - 1); p50/p99 = bind seen - contender start (no pod
   waited for its create); **start-up s** = contender start to first bind (exec, informer
-  sync, first cycle), kept out of the per-pod figures;
+  sync, first cycle), kept out of the per-pod figures. In the preemption workloads
+  the window opens at the contender's first victim deletion when that comes before
+  its first bind (upstream decides its preemptions before binding any preemptor), and
+  then pods/s and CPU per pod divide by every bound pod;
 - **arrival**: the contender binds a warm-up pod, then the measured pods are created at
   a fixed rate (`--rate`, default 100/s: below what one control-plane core sustains);
   pods/s = bound / (last bind - first create); CPU per pod = CPU over that window /

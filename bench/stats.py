@@ -140,6 +140,7 @@ def window_figures(
     created: Mapping[str, float],
     bound: Mapping[str, float],
     cpu_series: Sequence[tuple[float, float]],
+    first_write: float | None = None,
 ) -> dict[str, Any]:
     """Throughput, create-to-bind latency and CPU per bound pod of one pinned run.
 
@@ -148,7 +149,12 @@ def window_figures(
       opens the window, as for the ceiling); CPU per pod = CPU in the window / (bound -
       1); latency = bind seen - contender start (no pod waited for its create).
       Start-up (exec, informer sync, the first cycle) is reported apart: `startup_s`
-      and `startup_cpu_s`, from the contender's start to the first bind.
+      and `startup_cpu_s`, from the contender's start to the window's opening.
+      `first_write`: when the contender wrote something the harness saw before its
+      first bind (a preemption's first victim deletion), the window opens there
+      instead, and every bind is inside it: pods/s = bound / window, CPU per pod = CPU
+      in the window / bound. Otherwise the work of deciding preemptions before the
+      first bind (upstream decides them all first) would count as start-up.
     arrival (pods created at a fixed rate after the contender had bound a warm-up pod):
       window = first create .. last bind; pods/s = bound / window; CPU per pod = CPU in
       the window / bound; latency = bind seen - create sent.
@@ -168,17 +174,23 @@ def window_figures(
         "cpu_ms_per_pod": None,
         "startup_s": None,
         "startup_cpu_s": None,
+        "window_opened_by": None,
     }
     if not times:
         return out
     if shape == "drain":
         lat = [bound[n] - started for n in names]
         t0, t1, pods = times[0], times[-1], len(times) - 1
+        out["window_opened_by"] = "first bind"
+        if first_write is not None and started <= first_write < t0:
+            t0, pods = first_write, len(times)
+            out["window_opened_by"] = "first write"
         out["startup_s"] = t0 - started
         out["startup_cpu_s"] = value_at(cpu_series, t0)
     else:
         lat = [bound[n] - created[n] for n in names]
         t0, t1, pods = min(created.values()), times[-1], len(times)
+        out["window_opened_by"] = "first create"
     out["latency_s"] = latency_summary(lat)
     span = t1 - t0
     out["window_s"] = span

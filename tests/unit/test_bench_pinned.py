@@ -392,3 +392,22 @@ def test_a_measured_pod_evicted_before_its_bind_is_settled_not_bound() -> None:
     rec._note({"metadata": {"name": "m-0", **meta}, "spec": {"nodeName": "n1"}}, True, 3.0)
     assert rec.count_bound("measured") == 1
     assert rec.evicted_unbound("measured") == ["m-1"]
+
+
+def test_drain_window_opens_at_a_preemptions_first_write_before_the_first_bind() -> None:
+    created = {"p0": 0.0, "p1": 0.0}
+    bound = {"p0": 14.0, "p1": 15.0}
+    series = [(10.0, 0.0), (20.0, 10.0)]
+    # the first victim was deleted at 12.0: the preemption work from there is inside
+    f = stats.window_figures("drain", 10.0, created, bound, series, first_write=12.0)
+    assert f["window_s"] == pytest.approx(3.0)
+    assert f["throughput"] == pytest.approx(2 / 3.0)
+    assert f["cpu_ms_per_pod"] == pytest.approx(3000.0 / 2)
+    assert f["startup_s"] == pytest.approx(2.0)
+    assert f["window_opened_by"] == "first write"
+    # a write after the first bind, or before the contender started, changes nothing
+    for late in (14.5, 9.0):
+        g = stats.window_figures("drain", 10.0, created, bound, series, first_write=late)
+        assert g["window_s"] == pytest.approx(1.0)
+        assert g["cpu_ms_per_pod"] == pytest.approx(1000.0)
+        assert g["window_opened_by"] == "first bind"
