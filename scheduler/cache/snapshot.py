@@ -10,7 +10,8 @@ last update, so a cycle after one bind touches one row, not 5000. The snapshot h
 - the pods grouped by what a label selector reads (`candidate_groups`: namespace,
   labels, terminating or not) with their count per slot, so PodTopologySpread and
   InterPodAffinity match a selector once per group rather than once per pod (a
-  Deployment's replicas are one group);
+  Deployment's replicas are one group); when pods carry labels of their own, groups
+  merged on the keys the selectors read (cache/pod_groups.py, GroupProjection);
 - the existing pods' pod (anti)-affinity terms grouped by identity (`pod_terms[kind]`:
   (term, weight) -> {slot: how many times pods there carry it}), so InterPodAffinity
   matches the incoming pod once per distinct term rather than once per pod (a
@@ -19,10 +20,12 @@ last update, so a cycle after one bind touches one row, not 5000. The snapshot h
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 
 from scheduler.cache.node_table import IntArray, NodeTable
 from scheduler.cache.node_view import NodeView
+from scheduler.cache.pod_groups import GroupProjection, PodGroup
 from scheduler.model.pod import PodInfo
 from scheduler.model.pod_affinity import AffinityTerm
 from scheduler.model.selectors import LabelSelector
@@ -36,18 +39,13 @@ PREFERRED_ANTI_AFFINITY = 3
 # (term, weight); weight 0 for the required kinds
 TermKey = tuple[AffinityTerm, int]
 
+__all__ = ["PodGroup", "Snapshot"]
 
-class PodGroup:
-    """Pods a label selector cannot tell apart: one namespace, one label set, all
-    terminating or none; `slots` counts them per node slot."""
-
-    __slots__ = ("labels", "namespace", "slots", "terminating")
-
-    def __init__(self, namespace: str, labels: Mapping[str, str], terminating: bool) -> None:
-        self.namespace = namespace
-        self.labels = labels
-        self.terminating = terminating
-        self.slots: dict[int, int] = {}
+# projections kept (least recently used dropped first): each one moves with every pod
+# change, and one is rebuilt from the groups when asked for again
+MAX_PROJECTIONS = 16
+# below this many candidate groups the label index's answer is used as it is
+SMALL_CANDIDATE_SET = 32
 
 
 GroupKey = tuple[str, frozenset[tuple[str, str]], bool]
@@ -63,6 +61,7 @@ class Snapshot:
         self._pod_index: dict[str, dict[str, dict[int, dict[str, PodInfo]]]] = {}
         self._groups: dict[GroupKey, PodGroup] = {}
         self._group_index: dict[str, dict[str, set[GroupKey]]] = {}  # label -> value -> groups
+        self._projections: OrderedDict[tuple[str, ...], GroupProjection] = OrderedDict()
         self.pod_terms: tuple[dict[TermKey, dict[int, int]], ...] = ({}, {}, {}, {})
 
     # ------------------------------------------------------------ reads
@@ -134,12 +133,21 @@ class Snapshot:
             for pod in v.pods.values():
                 yield s, pod
 
-    def candidate_groups(self, selector: LabelSelector) -> list[PodGroup]:
-        """The pod groups that may match `selector` (a superset, as candidate_pods)."""
+    def candidate_groups(
+        self, selector: LabelSelector, also: Iterable[LabelSelector] = ()
+    ) -> list[PodGroup]:
+        """The pod groups that may match `selector` (a superset, as candidate_pods).
+
+        The groups returned may be projected (pod_groups.GroupProjection): their labels
+        are then only the keys `selector` and the selectors in `also` read, so the
+        caller may evaluate those selectors on them and nothing else. Projection is
+        used when the label index leaves many candidates that the selectors cannot tell
+        apart (pods with a label of their own)."""
         if selector.match_nothing:
             return []
+        pairs = selector.positive_pairs()
         best: set[GroupKey] | None = None
-        for key, value in selector.positive_pairs():
+        for key, value in pairs:
             by_value = self._group_index.get(key)
             if by_value is None:
                 return []
@@ -152,9 +160,32 @@ class Snapshot:
             if best is None or len(found) < len(best):
                 best = found
         groups = self._groups
+        size = len(best) if best is not None else len(groups)
+        if size > SMALL_CANDIDATE_SET:
+            keys = {r.key for r in selector.requirements}
+            for other in also:
+                keys.update(r.key for r in other.requirements)
+            projection = self._projection(tuple(sorted(keys)))
+            if len(projection.groups) < size:
+                return [g for g in projection.groups.values() if _carries(g.labels, pairs)]
         if best is None:
             return list(groups.values())
         return [groups[k] for k in best]
+
+    def _projection(self, keys: tuple[str, ...]) -> GroupProjection:
+        projections = self._projections
+        projection = projections.get(keys)
+        if projection is not None:
+            projections.move_to_end(keys)
+            return projection
+        projection = GroupProjection(keys)
+        for g in self._groups.values():
+            for slot, n in g.slots.items():
+                projection.count(slot, g.namespace, g.labels, g.terminating, n)
+        projections[keys] = projection
+        if len(projections) > MAX_PROJECTIONS:
+            projections.popitem(last=False)
+        return projection
 
     # ------------------------------------------------------------ writes (by the cache)
     def _index_pod(self, slot: int, pod: PodInfo) -> None:
@@ -195,6 +226,8 @@ class Snapshot:
                 groups[key] = group
                 for k, v in pod.labels.items():
                     self._group_index.setdefault(k, {}).setdefault(v, set()).add(key)
+            for projection in self._projections.values():
+                projection.count(slot, pod.namespace, pod.labels, terminating, delta)
             n = group.slots.get(slot, 0) + delta
             if n:
                 group.slots[slot] = n
@@ -274,6 +307,15 @@ class Snapshot:
         self.table.release(name)
         self.with_affinity.discard(slot)
         self.with_required_anti_affinity.discard(slot)
+
+
+def _carries(labels: Mapping[str, str], pairs: Iterable[tuple[str, str | None]]) -> bool:
+    """The labels have every (key, value) pair (value None: the key, any value)."""
+    for key, value in pairs:
+        have = labels.get(key)
+        if have is None or (value is not None and have != value):
+            return False
+    return True
 
 
 def _toggle(s: set[int], slot: int, on: bool) -> None:

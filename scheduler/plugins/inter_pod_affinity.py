@@ -206,7 +206,8 @@ class InterPodAffinity(
         # Pods are matched a group at a time (same namespace and labels).
         if aff:
             slots, n = group_counts(
-                snapshot.candidate_groups(aff[0].selector),
+                # the groups may be projected onto the keys of every term's selector
+                snapshot.candidate_groups(aff[0].selector, [t.selector for t in aff[1:]]),
                 lambda g: all(_own_term_matches(t, g) for t in aff),
             )
             for t in aff:

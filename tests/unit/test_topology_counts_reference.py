@@ -1,7 +1,8 @@
 """InterPodAffinity's array path (counts per topology domain, existing pods' terms grouped
 in the snapshot) against a straightforward per-node, per-pod reference written from
 upstream's rules (interpodaffinity/filtering.go and scoring.go), on seeded random
-clusters: node labels present or missing, pods in several namespaces, terminating pods,
+clusters: node labels present or missing, pods in several namespaces, pods with a label of
+their own (projected groups), terminating pods,
 required and preferred affinity / anti-affinity with namespaces, namespaceSelector and
 topology keys some nodes lack. Filter verdicts and reasons (per-node and batch), raw and
 normalised scores, the PreScore skip, and dry runs (AddPod/RemovePod) must all agree."""
@@ -94,6 +95,10 @@ def _pod(rng: random.Random, name: str, node: str, rate: float) -> PodBuilder:
     p.labels(app=f"a{rng.randrange(4)}")
     if rng.random() < 0.5:
         p.label("tier", rng.choice(["x", "y"]))
+    if rng.random() < 0.6:
+        # a label of its own (a StatefulSet's pod-name): many such pods make the snapshot
+        # answer through projections onto the selectors' keys
+        p.label("id", name)
     if node:
         p.node(node)
         if rng.random() < 0.1:
