@@ -47,7 +47,7 @@ from scheduler.framework import (
     profile_for,
     schedule_pod,
 )
-from scheduler.framework.schedule import NodeDryRun
+from scheduler.framework.dry_run import DryRunPlan
 from scheduler.model.node import node_from_dict
 from scheduler.model.pod import PodInfo, pod_from_dict
 from scheduler.plugins.registry import in_tree_registry
@@ -283,9 +283,11 @@ def measure_preemption(cache: Cache, fw: Framework, repeat: int) -> tuple[float,
     diagnosis = failed.diagnosis.node_to_status()
     evaluator = new_evaluator(DefaultPreemptionArgs(), {pod.scheduler_name}, rand=lambda n: n // 3)
 
+    plan = DryRunPlan(fw, state, pod, nominator)  # as DefaultPreemption: once per cycle
+
     def fit(p: PodInfo, node: NodeLike, /) -> DryRun:
-        assert isinstance(node, NodeView)
-        return NodeDryRun(fw, state, p, node, nominator)
+        assert isinstance(node, NodeView) and p is pod
+        return plan.open(node)
 
     times = []
     evaluation = None

@@ -97,6 +97,10 @@ class ResourceDryRun:
         return _fits(pod, self._alloc, remaining)
 
 
+    def still_fits(self) -> bool:
+        return self.filter().ok
+
+
 class MemoryNominator:
     def __init__(self) -> None:
         self._node_of: dict[str, str] = {}
