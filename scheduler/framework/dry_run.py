@@ -2,8 +2,7 @@
 
     plan = DryRunPlan(framework, state, pod, nominator)   # once per PostFilter
     run = plan.open(snapshot.get("n1"))                   # once per sampled node
-    for victim in lower_priority_pods:
-        run.remove_pod(victim)
+    run.remove_pods(lower_priority_pods)                  # or remove_pod one by one
     if run.filter().ok:                                   # the full Filter
         run.add_pod(victim)                               # reprieve ...
         if not run.still_fits(): ...                      # ... and re-check
@@ -28,6 +27,7 @@ plugins are re-run. A plugin that does not declare the marker is always re-run.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from scheduler.cache.node_view import NodeView
@@ -82,7 +82,16 @@ class NodeDryRun:
     """A copy of one node's state with pods removed/added and Filter run on it. The
     node's view (and the cycle state) handed in are never modified."""
 
-    __slots__ = ("_any_nominated", "_extensions", "_passed", "_plan", "pod", "state", "view")
+    __slots__ = (
+        "_any_nominated",
+        "_extensions",
+        "_own_view",
+        "_passed",
+        "_plan",
+        "pod",
+        "state",
+        "view",
+    )
 
     def __init__(
         self,
@@ -106,7 +115,9 @@ class NodeDryRun:
         # but only what holds for every node: upstream runs Filter on one CycleState
         # for many nodes at once, schedule_one.go findNodesThatPassFilters.)
         self.state = state.clone() if self._extensions else state
-        self.view = view.clone()
+        # the node's own view until the first change, then a private copy
+        self.view = view
+        self._own_view = False
         # Which pods are nominated to this node cannot change while the dry run is used
         # (within one cycle, synchronously), and usually none are: look once, so each
         # filter() skips the nominated-pods pass when it would add nothing (the result
@@ -119,6 +130,9 @@ class NodeDryRun:
 
     # ------------------------------------------------------------ changes
     def remove_pod(self, victim: PodInfo) -> Status:
+        if not self._own_view:
+            self.view = self.view.clone()
+            self._own_view = True
         if not self.view.remove_pod(victim) or not self._extensions:
             return _SUCCESS
         for p in self._extensions:
@@ -127,7 +141,24 @@ class NodeDryRun:
                 return with_plugin(st, p.name)
         return _SUCCESS
 
+    def remove_pods(self, victims: Sequence[PodInfo]) -> Status:
+        """remove_pod of each, in order; the first failure ends it. On an unchanged
+        copy without active PreFilter extensions (nothing to tell per pod), the copy
+        is made without them at once (NodeView.clone_without)."""
+        if self._own_view or self._extensions:
+            for victim in victims:
+                st = self.remove_pod(victim)
+                if st.code != _OK:
+                    return st
+            return _SUCCESS
+        self.view = self.view.clone_without({v.uid for v in victims})
+        self._own_view = True
+        return _SUCCESS
+
     def add_pod(self, pod: PodInfo) -> Status:
+        if not self._own_view:
+            self.view = self.view.clone()
+            self._own_view = True
         self.view.add_pod(pod)
         if not self._extensions:
             return _SUCCESS

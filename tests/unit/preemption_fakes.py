@@ -10,7 +10,7 @@ were added, the pod must also fit without them. It never modifies the node.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from scheduler.framework.status import Status
 from scheduler.model.pod import PodInfo
@@ -72,6 +72,11 @@ class ResourceDryRun:
 
     def remove_pod(self, pod: PodInfo, /) -> Status:
         self.pods.pop(pod.uid, None)
+        return Status.success()
+
+    def remove_pods(self, pods: Sequence[PodInfo], /) -> Status:
+        for pod in pods:
+            self.pods.pop(pod.uid, None)
         return Status.success()
 
     def add_pod(self, pod: PodInfo, /) -> Status:
