@@ -72,8 +72,8 @@ class NodeView:
             self.used_ports.extend(pod.host_ports)
         if pod.has_pod_affinity:
             self.with_affinity += 1
-        if pod.required_anti_affinity:
-            self.with_required_anti_affinity += 1
+            if pod.required_anti_affinity:  # one of the pod's affinity terms
+                self.with_required_anti_affinity += 1
 
     def remove_pod(self, pod: PodInfo) -> bool:
         """Remove by uid, subtracting the aggregates of the stored record."""
@@ -93,8 +93,8 @@ class NodeView:
             self.used_ports.remove(hp)
         if old.has_pod_affinity:
             self.with_affinity -= 1
-        if old.required_anti_affinity:
-            self.with_required_anti_affinity -= 1
+            if old.required_anti_affinity:  # one of the pod's affinity terms
+                self.with_required_anti_affinity -= 1
         return True
 
     def clone_without(self, uids: Collection[str]) -> NodeView:

@@ -49,7 +49,16 @@ _OK = Code.SUCCESS
 class DryRunPlan:
     """What every dry run of `pod` in this cycle shares (see the module docstring)."""
 
-    __slots__ = ("extensions", "filters", "framework", "nominator", "pod", "recheck", "state")
+    __slots__ = (
+        "extensions",
+        "filters",
+        "framework",
+        "nominated_nodes",
+        "nominator",
+        "pod",
+        "recheck",
+        "state",
+    )
 
     def __init__(
         self,
@@ -73,6 +82,15 @@ class DryRunPlan:
         self.extensions: list[PreFilterExtensions] = [
             p for p in framework.pre_filter_extensions if p.name not in skip
         ]
+        # The nodes holding pods nominated at priority >= the pod's (not the pod
+        # itself), where Filter runs with the nominated-pods rule; elsewhere that rule
+        # adds nothing. Nominations cannot change while the plan is used (within one
+        # cycle, synchronously).
+        self.nominated_nodes: frozenset[str] = frozenset(
+            node
+            for node, pods in (nominator.nodes_with_nominations().items() if nominator else ())
+            if any(p.uid != pod.uid and p.priority >= pod.priority for p in pods.values())
+        )
 
     def open(self, view: NodeView) -> NodeDryRun:
         return NodeDryRun(self.framework, self.state, self.pod, view, self.nominator, plan=self)
@@ -118,14 +136,8 @@ class NodeDryRun:
         # the node's own view until the first change, then a private copy
         self.view = view
         self._own_view = False
-        # Which pods are nominated to this node cannot change while the dry run is used
-        # (within one cycle, synchronously), and usually none are: look once, so each
-        # filter() skips the nominated-pods pass when it would add nothing (the result
-        # is the plain Filter's either way).
-        self._any_nominated = nominator is not None and any(
-            p.uid != pod.uid and p.priority >= pod.priority
-            for p in nominator.nominated_pods_for_node(view.name)
-        )
+        nominated = plan.nominated_nodes
+        self._any_nominated = bool(nominated) and view.name in nominated
         self._passed = False  # the full Filter has passed on this copy
 
     # ------------------------------------------------------------ changes
@@ -183,7 +195,15 @@ class NodeDryRun:
         on the node; before any passing filter(), the full Filter."""
         if not self._passed:
             return self.filter().code == _OK
-        return self._run(self._plan.recheck).code == _OK
+        if self._any_nominated:
+            return self._run(self._plan.recheck).code == _OK
+        # the common case, inlined: one call per plugin (a step per reprieved pod);
+        # a plain loop, as all() over a generator costs a generator frame per call
+        state, pod, view = self.state, self.pod, self.view
+        for p in self._plan.recheck:  # noqa: SIM110
+            if p.filter(state, pod, view).code != _OK:
+                return False
+        return True
 
     def _run(self, plugins: list[FilterPlugin]) -> Status:
         if not self._any_nominated:
