@@ -14,7 +14,7 @@ RunFilterPluginsWithNominatedPods). The caller must have run PreFilter on `state
 Why a plan: a preemption dry-runs up to hundreds of nodes (10% of a large cluster), each
 with a handful of remove/add/filter steps. What does not change between them is worked
 out once: the Filter plugins not skipped this cycle, the subset still_fits() re-runs,
-and the PreFilter extensions that are active.
+the PreFilter extensions that are active, and the nodes holding nominations that count.
 
 still_fits() is upstream's reprieve test (SelectVictimsOnNode in
 pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go, v1.37.2: after
@@ -129,9 +129,11 @@ class NodeDryRun:
         self.pod = pod
         self._extensions = plan.extensions
         # Only the active PreFilter extensions write the cycle state in a dry run, so
-        # without any the copy is not needed. (Filter plugins may write the state too,
-        # but only what holds for every node: upstream runs Filter on one CycleState
-        # for many nodes at once, schedule_one.go findNodesThatPassFilters.)
+        # without any the copy is not needed. (upstream DryRunPreemption clones it per
+        # node, framework/preemption/preemption.go; Filter plugins may write it too, but
+        # only what holds for every node: upstream runs Filter on one CycleState for
+        # many nodes at once, schedule_one.go findNodesThatPassFilters, and a state
+        # value's Clone may share itself, as VolumeBinding's does.)
         self.state = state.clone() if self._extensions else state
         # the node's own view until the first change, then a private copy
         self.view = view
