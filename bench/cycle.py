@@ -21,7 +21,8 @@ pod); each cycle counted, so opportunistic batching reuses the previous cycle's 
 --preemption: instead, one preemption evaluation (DefaultPreemption's PostFilter dry
 run: candidate sampling, victim selection on each sampled node, the pick) for a 3000m
 pod of priority 1000 on nodes each full with 4 pods of 900m at priority 0 (the pinned
-suite's Preemption shape); the offset is fixed so each run dry-runs the same nodes.
+suite's Preemption shape); the offset is fixed so each run dry-runs the same nodes,
+through one DryRunPlan per evaluation as DefaultPreemption opens them.
 Prints the evaluation's median and p90, with the node picked and its victims.
 
 --cpu: time each cycle with the process's CPU time instead of the wall clock (steadier
@@ -47,7 +48,7 @@ from scheduler.framework import (
     profile_for,
     schedule_pod,
 )
-from scheduler.framework.schedule import NodeDryRun
+from scheduler.framework.dry_run import DryRunPlan
 from scheduler.model.node import node_from_dict
 from scheduler.model.pod import PodInfo, pod_from_dict
 from scheduler.plugins.registry import in_tree_registry
@@ -283,14 +284,17 @@ def measure_preemption(cache: Cache, fw: Framework, repeat: int) -> tuple[float,
     diagnosis = failed.diagnosis.node_to_status()
     evaluator = new_evaluator(DefaultPreemptionArgs(), {pod.scheduler_name}, rand=lambda n: n // 3)
 
+    plans: list[DryRunPlan] = []
+
     def fit(p: PodInfo, node: NodeLike, /) -> DryRun:
-        assert isinstance(node, NodeView)
-        return NodeDryRun(fw, state, p, node, nominator)
+        assert isinstance(node, NodeView) and p is pod
+        return plans[-1].open(node)
 
     times = []
     evaluation = None
     for _ in range(repeat):
         t0 = clock()
+        plans[:] = [DryRunPlan(fw, state, pod, nominator)]  # as DefaultPreemption: per cycle
         evaluation = evaluator.evaluate(
             pod, diagnosis, snapshot, nominator, (), fit, num_all_nodes=snapshot.num_nodes
         )

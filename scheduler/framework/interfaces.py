@@ -144,6 +144,18 @@ class BatchFilterPlugin(FilterPlugin, Protocol):
     ) -> BatchFilterResult: ...
 
 
+class NodePodsIndependentFilter(FilterPlugin, Protocol):
+    """A marker: this Filter's verdict for a pod on a node never depends on which pods
+    are on the node. It reads the pod, the Node object and cluster objects (volumes,
+    classes), never the node's pods or their aggregates (requests, ports, counts), nor
+    CycleState that PreFilter extensions (add_pod/remove_pod) change.
+
+    Preemption's dry run relies on it: once Filter has passed on a node copy, adding
+    or removing pods there cannot change such a plugin's verdict, so each reprieve
+    step re-runs only the other Filter plugins. A plugin that does not declare this
+    (every out-of-tree plugin, unless its author declares it) is always re-run."""
+
+
 class PostFilterPlugin(Plugin, Protocol):
     def post_filter(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, diagnosis: Diagnosis

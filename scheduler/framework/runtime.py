@@ -33,6 +33,7 @@ from scheduler.framework.interfaces import (
     EnqueueExtensions,
     FilterPlugin,
     IntArray,
+    NodePodsIndependentFilter,
     NormalizeScorePlugin,
     PermitPlugin,
     Plugin,
@@ -146,6 +147,11 @@ class Framework:
         ]
         self.node_filter_plugins = [
             p for p in self.filter_plugins if not declares(p, BatchFilterPlugin)
+        ]
+        # re-run at each step of a preemption dry run (framework/dry_run.py): every
+        # Filter plugin but those declaring their verdict independent of the node's pods
+        self.node_pods_dependent_filters = [
+            p for p in self.filter_plugins if not declares(p, NodePodsIndependentFilter)
         ]
         self.pre_filter_extensions = [
             cast(PreFilterExtensions, p)

@@ -18,9 +18,9 @@
 The search starts where the previous cycle stopped (`SearchState.next_start`), so nodes
 are considered fairly. No API calls, no awaits.
 
-`NodeDryRun` is the one-node helper for preemption: a copy of a node's state with pods
-removed/added (PreFilter extensions kept in step) and Filter run with the
-nominated-pods rule.
+`NodeDryRun` (framework/dry_run.py, re-exported here) is the one-node helper for
+preemption: a copy of a node's state with pods removed/added (PreFilter extensions kept
+in step) and Filter run with the nominated-pods rule.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from scheduler.cache.snapshot import Snapshot
 from scheduler.framework.batch import OpportunisticBatch, ScoredNodes
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.diagnosis import Diagnosis, FitError, ScheduleResult
+from scheduler.framework.dry_run import NodeDryRun as NodeDryRun  # re-exported
 from scheduler.framework.handle import NominatedPods
 from scheduler.framework.interfaces import BatchFilterPlugin, Int32Array, IntArray, declares
 from scheduler.framework.search import SearchState as SearchState  # re-exported
@@ -435,56 +436,3 @@ def _log_final_scores(
             )
     for node, score in zip(names, total.tolist(), strict=True):
         log.debug("final score pod=%s node=%s score=%d", pod.key, node, score)
-
-
-class NodeDryRun:
-    """A copy of one node's state for "what if" questions (preemption):
-
-        run = NodeDryRun(framework, state, pod, snapshot.get("n1"), nominator)
-        for victim in lower_priority_pods:
-            run.remove_pod(victim)
-        if run.filter().ok: ...
-        run.add_pod(victim)   # reprieve
-
-    The cycle state and view are cloned; remove/add keep the PreFilter extensions
-    (inter-pod affinity, topology spread counts) in step; `filter()` applies the
-    nominated-pods rule. The caller must have run PreFilter on `state` already.
-    """
-
-    def __init__(
-        self,
-        framework: Framework,
-        state: CycleState,
-        pod: PodInfo,
-        view: NodeView,
-        nominator: NominatedPods | None = None,
-    ) -> None:
-        self.framework = framework
-        self.pod = pod
-        self.state = state.clone()
-        self.view = view.clone()
-        self.nominator = nominator
-        # Which pods are nominated to this node cannot change while the dry run is used
-        # (within one cycle, synchronously), and usually none are: look once, so each of
-        # preemption's filter() calls (one per reprieve step) skips the nominated-pods
-        # pass when it would add nothing (the result is run_filter's either way).
-        self._any_nominated = nominator is not None and any(
-            p.uid != pod.uid and p.priority >= pod.priority
-            for p in nominator.nominated_pods_for_node(view.name)
-        )
-
-    def remove_pod(self, victim: PodInfo) -> Status:
-        if not self.view.remove_pod(victim):
-            return Status.success()
-        return self.framework.run_remove_pod(self.state, self.pod, victim, self.view)
-
-    def add_pod(self, pod: PodInfo) -> Status:
-        self.view.add_pod(pod)
-        return self.framework.run_add_pod(self.state, self.pod, pod, self.view)
-
-    def filter(self) -> Status:
-        if not self._any_nominated:
-            return self.framework.run_filter(self.state, self.pod, self.view)
-        return self.framework.run_filter_with_nominated_pods(
-            self.state, self.pod, self.view, self.nominator
-        )

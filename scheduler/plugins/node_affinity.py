@@ -29,6 +29,7 @@ from scheduler.framework.interfaces import (
     BatchScorePlugin,
     EnqueueExtensions,
     IntArray,
+    NodePodsIndependentFilter,
     NormalizeScorePlugin,
     PreFilterPlugin,
     PreFilterResult,
@@ -53,6 +54,7 @@ _PRESCORE_KEY = "PreScore" + names.NODE_AFFINITY
 class NodeAffinity(
     PreFilterPlugin,
     BatchFilterPlugin,
+    NodePodsIndependentFilter,
     PreScorePlugin,
     ScorePlugin,
     BatchScorePlugin,

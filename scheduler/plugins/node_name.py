@@ -16,6 +16,7 @@ from scheduler.framework.interfaces import (
     BatchFilterResult,
     EnqueueExtensions,
     IntArray,
+    NodePodsIndependentFilter,
     SignFragment,
     SignPlugin,
 )
@@ -31,7 +32,7 @@ def _named_node_added(pod: PodInfo, old: Any, new: Any) -> Any:
     return QUEUE if isinstance(new, NodeInfo) and new.name == pod.node_name else SKIP
 
 
-class NodeName(BatchFilterPlugin, EnqueueExtensions, SignPlugin):
+class NodeName(BatchFilterPlugin, NodePodsIndependentFilter, EnqueueExtensions, SignPlugin):
     name = names.NODE_NAME
 
     def __init__(self) -> None:

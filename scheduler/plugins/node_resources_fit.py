@@ -14,6 +14,7 @@ rejected node gets a bitmask of what is short, and one Status per distinct bitma
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -62,6 +63,13 @@ _STATE_KEY = "PreFilter" + names.NODE_RESOURCES_FIT
 MAX_CUSTOM_PRIORITY_SCORE = 10
 
 
+_SUCCESS = Status.success()
+_NO_ALLOCATABLE: Mapping[str, int] = {}
+# distinct rejection Statuses kept for reuse: the combinations of requested resources
+# seen, a handful in practice (extended resources could add more; past this, built anew)
+_MAX_REJECTIONS_KEPT = 256
+
+
 def insufficient(resource: str) -> str:
     return f"Insufficient {resource}"
 
@@ -84,6 +92,8 @@ class NodeResourcesFit(
         self._weight_sum = int(self._weights.sum())
         self._type = args.scoring_strategy.type
         self._shape = args.scoring_strategy.shape
+        # (too many pods, short resources, unresolvable) -> the filter's Status
+        self._rejections: dict[tuple[bool, tuple[str, ...], bool], Status] = {}
 
     def _checked(self, pod: PodInfo) -> list[tuple[str, int]]:
         """(resource, amount) the filter checks, in upstream's order: cpu, memory,
@@ -116,20 +126,40 @@ class NodeResourcesFit(
         return wanted if wanted is not None else self._checked(pod)
 
     def filter(self, state: CycleState, pod: PodInfo, view: NodeView) -> Status:
-        reasons = []
+        # the per-node form runs on node copies (nominated pods, and each step of a
+        # preemption dry run): the node's maps are read once, the loop allocates
+        # nothing until something is short, and rejections reuse one Status per
+        # distinct outcome (Status is immutable)
+        node = view.node
+        allocatable = node.allocatable if node is not None else _NO_ALLOCATABLE
+        requested = view.requested
+        wanted: list[tuple[str, int]] | None = state.get(_STATE_KEY)
+        if wanted is None:
+            wanted = self._checked(pod)
+        too_many = len(view.pods) >= allocatable.get("pods", 0)  # one more would exceed
+        short: list[str] | None = None
         unresolvable = False
-        if len(view.pods) + 1 > view.allocatable.get("pods", 0):
-            reasons.append(TOO_MANY_PODS)
-        for r, amount in self._wanted(state, pod):
-            alloc = view.allocatable.get(r, 0)
-            if amount > alloc - view.requested.get(r, 0):
-                reasons.append(insufficient(r))
+        for r, amount in wanted:
+            alloc = allocatable.get(r, 0)
+            if amount > alloc - requested.get(r, 0):
+                if short is None:
+                    short = []
+                short.append(r)
                 unresolvable = unresolvable or amount > alloc
-        if not reasons:
-            return Status.success()
-        if unresolvable:
-            return Status.unresolvable(*reasons, plugin=self.name)
-        return Status.unschedulable(*reasons, plugin=self.name)
+        if short is None and not too_many:
+            return _SUCCESS
+        key = (too_many, tuple(short) if short is not None else (), unresolvable)
+        status = self._rejections.get(key)
+        if status is None:
+            reasons = [TOO_MANY_PODS] if too_many else []
+            reasons.extend(insufficient(r) for r in key[1])
+            if unresolvable:
+                status = Status.unresolvable(*reasons, plugin=self.name)
+            else:
+                status = Status.unschedulable(*reasons, plugin=self.name)
+            if len(self._rejections) < _MAX_REJECTIONS_KEPT:
+                self._rejections[key] = status
+        return status
 
     def filter_batch(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, slots: IntArray

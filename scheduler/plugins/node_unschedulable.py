@@ -19,6 +19,7 @@ from scheduler.framework.interfaces import (
     BatchFilterResult,
     EnqueueExtensions,
     IntArray,
+    NodePodsIndependentFilter,
     SignFragment,
     SignPlugin,
 )
@@ -42,7 +43,9 @@ def _node_became_schedulable(pod: PodInfo, old: Any, new: Any) -> Any:
     return SKIP
 
 
-class NodeUnschedulable(BatchFilterPlugin, EnqueueExtensions, SignPlugin):
+class NodeUnschedulable(
+    BatchFilterPlugin, NodePodsIndependentFilter, EnqueueExtensions, SignPlugin
+):
     name = names.NODE_UNSCHEDULABLE
 
     def __init__(self) -> None:

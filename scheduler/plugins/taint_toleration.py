@@ -27,6 +27,7 @@ from scheduler.framework.interfaces import (
     BatchScorePlugin,
     EnqueueExtensions,
     IntArray,
+    NodePodsIndependentFilter,
     NormalizeScorePlugin,
     PreScorePlugin,
     ScorePlugin,
@@ -69,6 +70,7 @@ def _prefer_count(taints: tuple[Taint, ...], pod: PodInfo) -> int:
 
 class TaintToleration(
     BatchFilterPlugin,
+    NodePodsIndependentFilter,
     PreScorePlugin,
     ScorePlugin,
     BatchScorePlugin,

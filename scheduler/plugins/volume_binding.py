@@ -40,6 +40,7 @@ from scheduler.framework.interfaces import (
     BatchScorePlugin,
     EnqueueExtensions,
     IntArray,
+    NodePodsIndependentFilter,
     PreBindPlugin,
     PreFilterPlugin,
     PreFilterResult,
@@ -116,6 +117,7 @@ def _go_div(a: int, b: int) -> int:
 class VolumeBinding(
     PreFilterPlugin,
     BatchFilterPlugin,
+    NodePodsIndependentFilter,
     PreScorePlugin,
     ScorePlugin,
     BatchScorePlugin,

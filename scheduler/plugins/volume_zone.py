@@ -28,6 +28,7 @@ from scheduler.framework.handle import Handle
 from scheduler.framework.interfaces import (
     BatchFilterPlugin,
     EnqueueExtensions,
+    NodePodsIndependentFilter,
     PreFilterPlugin,
     PreFilterResult,
     SignFragment,
@@ -84,6 +85,7 @@ class VolumeZone(
     FiltersEachNode,
     PreFilterPlugin,
     BatchFilterPlugin,
+    NodePodsIndependentFilter,
     EnqueueExtensions,
     SignPlugin,
 ):

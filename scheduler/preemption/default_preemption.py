@@ -40,6 +40,7 @@ from scheduler.config.args import MODE_SYNC, DefaultPreemptionArgs
 from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.diagnosis import Diagnosis, FitError
+from scheduler.framework.dry_run import DryRunPlan
 from scheduler.framework.handle import Handle
 from scheduler.framework.interfaces import (
     EnqueueExtensions,
@@ -47,7 +48,6 @@ from scheduler.framework.interfaces import (
     PostFilterResult,
     PreEnqueuePlugin,
 )
-from scheduler.framework.schedule import NodeDryRun
 from scheduler.framework.status import Code, Status
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model.pdb import PDBInfo
@@ -183,10 +183,16 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin, EnqueueExtensions):
         if framework is None:
             raise RuntimeError("DefaultPreemption needs the handle of a Framework")
 
+        # one plan for every node dry-run for the pod this cycle (framework/dry_run.py)
+        plan: DryRunPlan | None = None
+
         def open_dry_run(pod: PodInfo, node: NodeLike, /) -> DryRun:
+            nonlocal plan
             if not isinstance(node, NodeView):
                 raise TypeError(f"expected a NodeView from the snapshot, got {type(node)!r}")
-            return NodeDryRun(framework, state, pod, node, nominator)
+            if plan is None or plan.pod is not pod:
+                plan = DryRunPlan(framework, state, pod, nominator)
+            return plan.open(node)
 
         return open_dry_run
 

@@ -16,9 +16,11 @@ framework/preemption Evaluator (KEP-4832 keeps this part in the cycle):
 5. :func:`pick_one_node`: upstream's criteria, in upstream's order.
 
 The "does the pod fit on node N without these pods" question goes through a
-:class:`FitCheck`, which opens a :class:`DryRun` (a private copy of the node: remove_pod,
-add_pod, filter). The algorithm is tested against an in-memory resource fit
-(tests/unit/preemption_fakes.py) and runs in production on the framework's NodeDryRun,
+:class:`FitCheck`, which opens a :class:`DryRun` (a private copy of the node:
+remove_pod(s), add_pod, filter, and still_fits for the reprieve steps). The algorithm is
+tested against an in-memory resource fit (tests/unit/preemption_fakes.py) and against
+the full Filter at every step (tests/unit/test_preemption_dry_run.py), and runs in
+production on the framework's NodeDryRun (framework/dry_run.py),
 which also applies the nominated-pods two-pass rule (pods nominated to N with priority >=
 the preemptor's are counted).
 
@@ -111,9 +113,19 @@ class DryRun(Protocol):
 
     def remove_pod(self, pod: PodInfo, /) -> Status: ...
 
+    def remove_pods(self, pods: Sequence[PodInfo], /) -> Status:
+        """remove_pod of each, in order; the first non-SUCCESS Status ends it."""
+        ...
+
     def add_pod(self, pod: PodInfo, /) -> Status: ...
 
     def filter(self) -> Status: ...
+
+    def still_fits(self) -> bool:
+        """After filter() passed on this copy: does the pod pass Filter again (SUCCESS
+        only, as upstream's reprieve test), given the pods added/removed since? An
+        implementation may re-run only what those changes can affect."""
+        ...
 
 
 class FitCheck(Protocol):
@@ -245,17 +257,17 @@ def select_victims(
     """Upstream SelectVictimsOnNode: (victims most important first, PDB violations,
     status). The node is a candidate only when the status is SUCCESS and victims exist.
     """
-    potential = [p for p in node.pods.values() if p.priority < preemptor.priority and may_evict(p)]
+    priority = preemptor.priority
+    potential = [p for p in node.pods.values() if p.priority < priority and may_evict(p)]
     if not potential:
         return [], 0, Status.unresolvable(MSG_NO_VICTIMS)
     run = fit(preemptor, node)
     # The per-step checks are inlined (no helper call per pod): this loop runs for
     # every sampled node (10% of a large cluster), once per lower-priority pod.
     success = Code.SUCCESS
-    for pod in potential:
-        st = run.remove_pod(pod)
-        if st.code != success:
-            raise DryRunError(st)
+    st = run.remove_pods(potential)
+    if st.code != success:
+        raise DryRunError(st)
     status = run.filter()
     if status.code != success:
         # Not even removing every lower-priority pod helps. (Pod affinity to one of the
@@ -272,7 +284,7 @@ def select_victims(
             st = run.add_pod(pod)
             if st.code != success:
                 raise DryRunError(st)
-            if run.filter().code == success:
+            if run.still_fits():
                 continue
             st = run.remove_pod(pod)
             if st.code != success:
@@ -293,40 +305,40 @@ class DryRunError(RuntimeError):
         self.status = status
 
 
-def _earliest_start_of_most_important(victims: Sequence[PodInfo]) -> float:
-    """Upstream GetEarliestPodStartTime: the earliest start among the victims of the
-    highest priority (a missing start time counts as now)."""
-    top = max(v.priority for v in victims)
-    return min(
-        v.start_time if v.start_time is not None else math.inf for v in victims if v.priority == top
-    )
-
-
-def _score_functions() -> tuple[Callable[[Candidate], float], ...]:
-    # each: higher is better; ties go to the next function (upstream's order)
-    return (
-        lambda c: -c.num_pdb_violations,
-        lambda c: -max(v.priority for v in c.victims),
-        lambda c: -sum(v.priority + _PRIORITY_OFFSET for v in c.victims),
-        lambda c: -len(c.victims),
-        lambda c: _earliest_start_of_most_important(c.victims),
-    )
+def _criteria(c: Candidate) -> tuple[int, int, int, int, float]:
+    """Upstream pickOneNodeForPreemption's criteria for one candidate, each higher is
+    better, in upstream's order: fewest PDB violations; lowest priority of its most
+    important victim; smallest sum of victim priorities (each offset by MaxInt32+1);
+    fewest victims; latest earliest start among its highest-priority victims (upstream
+    GetEarliestPodStartTime; a missing start time counts as now, i.e. latest)."""
+    victims = c.victims
+    if not victims:
+        raise ValueError(f"preemption candidate {c.node!r} has no victims")
+    top = victims[0].priority
+    total = 0
+    earliest = math.inf
+    for v in victims:  # one pass, whatever the victims' order
+        p = v.priority
+        total += p + _PRIORITY_OFFSET
+        start = v.start_time if v.start_time is not None else math.inf
+        if p > top:
+            top, earliest = p, start
+        elif p == top and start < earliest:
+            earliest = start
+    return (-c.num_pdb_violations, -top, -total, -len(victims), earliest)
 
 
 def pick_one_node(candidates: Sequence[Candidate]) -> Candidate | None:
-    """Upstream pickOneNodeForPreemption: fewest PDB violations; lowest highest-victim
-    priority; smallest sum of priorities; fewest victims; latest start time among the
-    highest-priority victims; then the first in `candidates` order."""
+    """Upstream pickOneNodeForPreemption (framework/preemption/preemption.go): the
+    candidates best on the first criterion, among them those best on the next, and so
+    on (see _criteria); then the first in `candidates` order. Keeping the best on each
+    criterion in turn is keeping the lexicographic maximum of the criteria tuples, and
+    max() returns the first maximal one."""
     if not candidates:
         return None
-    remaining = list(candidates)
-    for score in _score_functions():
-        if len(remaining) == 1:
-            break
-        scores = [score(c) for c in remaining]
-        best = max(scores)
-        remaining = [c for c, s in zip(remaining, scores, strict=True) if s == best]
-    return remaining[0]
+    if len(candidates) == 1:
+        return candidates[0]
+    return max(candidates, key=_criteria)
 
 
 def _not_helpful(num_all_nodes: int, dry_run_statuses: Mapping[str, Status]) -> str:
@@ -389,13 +401,16 @@ class Evaluator:
             log.debug("preemption not eligible pod=%s reason=%s", preemptor.key, why)
             return Evaluation(Status.unschedulable(why))
 
-        potential: list[NodeLike] = []
-        for name, status in diagnosis.items():
-            if status.code != Code.UNSCHEDULABLE:
-                continue
-            node = nodes.get(name)
-            if node is not None:
-                potential.append(node)
+        # upstream nodesWherePreemptionMightHelp: the nodes Filter found UNSCHEDULABLE
+        # (this runs over every node of the cluster: comprehensions, no loop body)
+        unschedulable = Code.UNSCHEDULABLE
+        potential: list[NodeLike] = [
+            node
+            for node in map(
+                nodes.get, [name for name, st in diagnosis.items() if st.code == unschedulable]
+            )
+            if node is not None
+        ]
         if not potential:
             log.debug("preemption will not help on any node pod=%s", preemptor.key)
             return Evaluation(
@@ -412,39 +427,42 @@ class Evaluator:
         statuses: dict[str, Status] = {}
         errors: list[Status] = []
         checked = 0
+        success = Status.success()
+        debug = log.isEnabledFor(logging.DEBUG)
+        may_evict = self.may_evict
         for i in range(n):
             node = potential[(offset + i) % n]
+            name = node.name
             checked += 1
             try:
-                victims, violations, status = select_victims(
-                    preemptor, node, pdbs, fit, self.may_evict
-                )
+                victims, violations, status = select_victims(preemptor, node, pdbs, fit, may_evict)
                 refusal = self.node_refusal(victims) if status.ok else None
                 if refusal is not None:  # an operator policy (preemption.policy_evaluator)
                     victims, violations, status = [], 0, refusal
             except DryRunError as exc:
                 victims, violations, status = [], 0, Status(Code.ERROR, (str(exc),))
             except Exception as exc:  # a broken plugin on one node must not end the search
-                log.exception("preemption dry run failed pod=%s node=%s", preemptor.key, node.name)
+                log.exception("preemption dry run failed pod=%s node=%s", preemptor.key, name)
                 status = Status.from_error(exc)
                 victims, violations = [], 0
             if status.ok and not victims:
                 status = Status.from_error(
-                    RuntimeError(f"expected at least one victim pod on node {node.name!r}")
+                    RuntimeError(f"expected at least one victim pod on node {name!r}")
                 )
             if not status.ok:
-                statuses[node.name] = status
+                statuses[name] = status
                 if status.code == Code.ERROR:
                     errors.append(status)
-                log.debug(
-                    "node is no preemption candidate pod=%s node=%s reason=%s",
-                    preemptor.key,
-                    node.name,
-                    status.message(),
-                )
+                if debug:
+                    log.debug(
+                        "node is no preemption candidate pod=%s node=%s reason=%s",
+                        preemptor.key,
+                        name,
+                        status.message(),
+                    )
                 continue
-            cand = Candidate(node.name, tuple(victims), violations)
-            statuses[node.name] = Status.success()
+            statuses[name] = success
+            cand = Candidate(name, tuple(victims), violations)
             (violating if violations else non_violating).append(cand)
             if non_violating and len(non_violating) + len(violating) >= wanted:
                 break

@@ -10,7 +10,7 @@ were added, the pod must also fit without them. It never modifies the node.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from scheduler.framework.status import Status
 from scheduler.model.pod import PodInfo
@@ -74,6 +74,11 @@ class ResourceDryRun:
         self.pods.pop(pod.uid, None)
         return Status.success()
 
+    def remove_pods(self, pods: Sequence[PodInfo], /) -> Status:
+        for pod in pods:
+            self.pods.pop(pod.uid, None)
+        return Status.success()
+
     def add_pod(self, pod: PodInfo, /) -> Status:
         self.pods[pod.uid] = pod
         return Status.success()
@@ -95,6 +100,10 @@ class ResourceDryRun:
             if not status.ok:
                 return status
         return _fits(pod, self._alloc, remaining)
+
+
+    def still_fits(self) -> bool:
+        return self.filter().ok
 
 
 class MemoryNominator:
