@@ -513,8 +513,9 @@ def _figures(
             if r.role == "init" and r.deleted_at is not None and r.deleted_at >= started
         ]
         first_write = min(deletions, default=None)
+    also = rec.bound("churn") if w.churn == "preemptor" else None
     measured = stats.window_figures(
-        shape, started, created, bound, monitor.series, first_write=first_write
+        shape, started, created, bound, monitor.series, first_write=first_write, also_bound=also
     )
     measured["create_rate"] = stats.bind_rate(list(created.values())) if created else None
     measured["latency_origin"] = "contender start" if shape == "drain" else "create sent"

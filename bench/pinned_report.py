@@ -17,6 +17,8 @@ UPSTREAM, OURS, CEILING = "upstream", "ours-async", "ceiling"
 
 METRICS: dict[str, tuple[str, ...]] = {
     "cpu_ms_per_pod": ("measured", "cpu_ms_per_pod"),
+    "cpu_ms_per_any_bound_pod": ("measured", "cpu_ms_per_any_bound_pod"),
+    "also_bound": ("measured", "also_bound_in_window"),
     "throughput": ("measured", "throughput"),
     "p50": ("measured", "latency_s", "p50"),
     "p99": ("measured", "latency_s", "p99"),
@@ -243,6 +245,17 @@ def render(doc: dict[str, Any], source: str, images: Sequence[str] = ()) -> str:
                 f"{_pair(by, 'p99', 0, 1000.0)} | {_pair(by, 'rss_mib', 0)} | {vic} | "
                 f"{_pair(by, 'startup_s', 1)} |"
             )
+        for (sz, workload, shape), by in table.items():
+            up, ours = by.get(UPSTREAM, {}), by.get(OURS, {})
+            if sz != size or (up.get("also_bound") is None and ours.get("also_bound") is None):
+                continue
+            lines += [
+                "",
+                f"{workload} ({shape}) creates preemptors at a fixed rate for as long as the run "
+                f"lasts; counting those bound inside the window as well ("
+                f"{_num(up.get('also_bound'), 0)} · {_num(ours.get('also_bound'), 0)}), CPU ms "
+                f"per bound pod is {_pair(by, 'cpu_ms_per_any_bound_pod', 2)}.",
+            ]
     errors = [(k, c, e) for k, by in table.items() for c, row in by.items() for e in row["errors"]]
     held = not_held(doc)
     if held:

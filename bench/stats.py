@@ -141,6 +141,7 @@ def window_figures(
     bound: Mapping[str, float],
     cpu_series: Sequence[tuple[float, float]],
     first_write: float | None = None,
+    also_bound: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """Throughput, create-to-bind latency and CPU per bound pod of one pinned run.
 
@@ -155,6 +156,10 @@ def window_figures(
       instead, and every bind is inside it: pods/s = bound / window, CPU per pod = CPU
       in the window / bound. Otherwise the work of deciding preemptions before the
       first bind (upstream decides them all first) would count as start-up.
+    `also_bound`: other pods the contender bound (PreemptionAsync's preemptors, created
+    at a fixed rate for as long as the run lasts): those bound inside the window are
+    counted (`also_bound_in_window`) and `cpu_ms_per_any_bound_pod` divides the
+    window's CPU by every pod bound in it.
     arrival (pods created at a fixed rate after the contender had bound a warm-up pod):
       window = first create .. last bind; pods/s = bound / window; CPU per pod = CPU in
       the window / bound; latency = bind seen - create sent.
@@ -196,9 +201,16 @@ def window_figures(
     out["window_s"] = span
     if span > 0 and pods > 0:
         out["throughput"] = pods / span
+    extra = 0
+    if also_bound is not None:
+        extra = sum(1 for t in also_bound.values() if t0 <= t <= t1)
+        out["also_bound_in_window"] = extra
+        out["cpu_ms_per_any_bound_pod"] = None
     c0, c1 = value_at(cpu_series, t0), value_at(cpu_series, t1)
     if c0 is not None and c1 is not None:
         out["cpu_s_window"] = c1 - c0
         if pods > 0:
             out["cpu_ms_per_pod"] = (c1 - c0) * 1000.0 / pods
+            if also_bound is not None:
+                out["cpu_ms_per_any_bound_pod"] = (c1 - c0) * 1000.0 / (pods + extra)
     return out

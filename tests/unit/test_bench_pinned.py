@@ -411,3 +411,30 @@ def test_drain_window_opens_at_a_preemptions_first_write_before_the_first_bind()
         assert g["window_s"] == pytest.approx(1.0)
         assert g["cpu_ms_per_pod"] == pytest.approx(1000.0)
         assert g["window_opened_by"] == "first bind"
+
+
+def test_preemptors_bound_in_the_window_count_in_the_any_bound_pod_figure() -> None:
+    created = {"m0": 0.0, "m1": 0.0}
+    bound = {"m0": 12.0, "m1": 14.0}
+    series = [(10.0, 0.0), (20.0, 10.0)]
+    # window 12..14: p1 inside, p0 before it, p2 after it
+    f = stats.window_figures(
+        "drain", 10.0, created, bound, series, also_bound={"p0": 11.0, "p1": 13.0, "p2": 15.0}
+    )
+    assert f["also_bound_in_window"] == 1
+    assert f["cpu_ms_per_pod"] == pytest.approx(2000.0 / 1)
+    assert f["cpu_ms_per_any_bound_pod"] == pytest.approx(2000.0 / 2)
+    assert "also_bound_in_window" not in stats.window_figures("drain", 10.0, created, bound, series)
+
+
+def test_render_adds_the_any_bound_pod_figure_under_the_table_for_preemptor_churn() -> None:
+    runs = [
+        _run(500, "PreemptionAsync", "drain", "upstream", 4.0),
+        _run(500, "PreemptionAsync", "drain", "ours-async", 2.0),
+    ]
+    for run, (extra, per_any) in zip(runs, [(10, 3.0), (20, 1.0)], strict=True):
+        run["measured"]["also_bound_in_window"] = extra
+        run["measured"]["cpu_ms_per_any_bound_pod"] = per_any
+    text = pinned_report.render(_doc(runs), "x.json")
+    line = next(x for x in text.splitlines() if x.startswith("PreemptionAsync (drain)"))
+    assert "(10 · 20)" in line and "3.00 / 1.00 (0.33x)" in line
