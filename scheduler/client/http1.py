@@ -27,6 +27,7 @@ import asyncio
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from scheduler.client.errors import ConnectionFailed, Timeout
 
@@ -65,8 +66,8 @@ class _Http1Connection(asyncio.Protocol):
 
     # ---- asyncio.Protocol ---------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # a socket transport (uvloop's do not subclass asyncio.Transport)
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         if self._waiter is None or self._waiter.done():
