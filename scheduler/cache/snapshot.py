@@ -41,13 +41,18 @@ class PodGroup:
     """Pods a label selector cannot tell apart: one namespace, one label set, all
     terminating or none; `slots` counts them per node slot."""
 
-    __slots__ = ("labels", "namespace", "slots", "terminating")
+    __slots__ = ("labels", "matches", "namespace", "slots", "terminating")
 
     def __init__(self, namespace: str, labels: Mapping[str, str], terminating: bool) -> None:
         self.namespace = namespace
         self.labels = labels
         self.terminating = terminating
         self.slots: dict[int, int] = {}
+        # a memo for the plugins: whether a selector or term matches this group, which
+        # only its namespace and labels decide, and those never change (they are its
+        # key). Keyed by id() of the matcher, which the value holds, so an id is not
+        # reused while its entry lives (see plugins.topology_counts.memo_match)
+        self.matches: dict[int, tuple[object, bool]] = {}
 
 
 GroupKey = tuple[str, frozenset[tuple[str, str]], bool]
@@ -62,7 +67,8 @@ class Snapshot:
         self.with_required_anti_affinity: set[int] = set()
         self._pod_index: dict[str, dict[str, dict[int, dict[str, PodInfo]]]] = {}
         self._groups: dict[GroupKey, PodGroup] = {}
-        self._group_index: dict[str, dict[str, set[GroupKey]]] = {}  # label -> value -> groups
+        # label -> value -> the groups whose pods carry it
+        self._group_index: dict[str, dict[str, dict[GroupKey, PodGroup]]] = {}
         self.pod_terms: tuple[dict[TermKey, dict[int, int]], ...] = ({}, {}, {}, {})
 
     # ------------------------------------------------------------ reads
@@ -138,23 +144,24 @@ class Snapshot:
         """The pod groups that may match `selector` (a superset, as candidate_pods)."""
         if selector.match_nothing:
             return []
-        best: set[GroupKey] | None = None
+        best: dict[GroupKey, PodGroup] | None = None
         for key, value in selector.positive_pairs():
             by_value = self._group_index.get(key)
             if by_value is None:
                 return []
             if value is None:
-                found: set[GroupKey] = set().union(*by_value.values())
+                found: dict[GroupKey, PodGroup] = {}
+                for groups_with_value in by_value.values():
+                    found.update(groups_with_value)
             else:
-                found = by_value.get(value, set())
+                found = by_value.get(value) or {}
             if not found:
                 return []
             if best is None or len(found) < len(best):
                 best = found
-        groups = self._groups
         if best is None:
-            return list(groups.values())
-        return [groups[k] for k in best]
+            return list(self._groups.values())
+        return list(best.values())
 
     # ------------------------------------------------------------ writes (by the cache)
     def _index_pod(self, slot: int, pod: PodInfo) -> None:
@@ -194,7 +201,7 @@ class Snapshot:
                 group = PodGroup(pod.namespace, pod.labels, terminating)
                 groups[key] = group
                 for k, v in pod.labels.items():
-                    self._group_index.setdefault(k, {}).setdefault(v, set()).add(key)
+                    self._group_index.setdefault(k, {}).setdefault(v, {})[key] = group
             n = group.slots.get(slot, 0) + delta
             if n:
                 group.slots[slot] = n
@@ -206,7 +213,7 @@ class Snapshot:
             for k, v in pod.labels.items():
                 by_value = self._group_index[k]
                 keys = by_value[v]
-                keys.discard(key)
+                keys.pop(key, None)
                 if not keys:
                     del by_value[v]
                     if not by_value:
