@@ -262,6 +262,8 @@ class Http1Pool:
             if not candidate.closed:
                 conn = candidate
                 break
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit if limit else None  # the limit covers the connect too
         if conn is None:
             conn = await self._open(limit)
         if last_check is not None:
@@ -271,7 +273,7 @@ class Http1Pool:
                 self._release(conn)
                 raise
         waiter = conn.send(head + body if body else head)
-        timer = asyncio.get_running_loop().call_later(limit, conn.timed_out) if limit else None
+        timer = loop.call_at(deadline, conn.timed_out) if deadline is not None else None
         try:
             response = await waiter
         except BaseException:
