@@ -508,15 +508,17 @@ class Connection:
             buffer = b""
             with api_errors():
                 async for chunk in response.content.iter_any():
-                    buffer += chunk
-                    while True:
-                        line, sep, rest = buffer.partition(b"\n")
-                        if not sep:
-                            break
-                        buffer = rest
-                        event = _parse_event(line)
+                    buffer = buffer + chunk if buffer else chunk
+                    # the lines of the chunk by index: a burst brings hundreds of events
+                    # in one chunk, and cutting the rest off after each line copied it
+                    # once per line
+                    start = 0
+                    while (end := buffer.find(b"\n", start)) >= 0:
+                        event = _parse_event(buffer[start:end])
+                        start = end + 1
                         if event is not None:
                             yield event
+                    buffer = buffer[start:] if start else buffer
             event = _parse_event(buffer)
             if event is not None:
                 yield event
