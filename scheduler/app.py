@@ -422,6 +422,9 @@ class SchedulerApp:
 
     # ------------------------------------------------------------------ run
     def request_stop(self) -> None:
+        # not ready from the signal on: the shutdown itself starts a few task switches
+        # later, and a /readyz answered in between must not say ready
+        self.server.begin_shutdown()
         self._stop.set()
 
     async def run(self) -> int:

@@ -24,13 +24,18 @@ class PodGroup:
     """Pods a label selector cannot tell apart: one namespace, one label set, all
     terminating or none; `slots` counts them per node slot."""
 
-    __slots__ = ("labels", "namespace", "slots", "terminating")
+    __slots__ = ("labels", "matches", "namespace", "slots", "terminating")
 
     def __init__(self, namespace: str, labels: Mapping[str, str], terminating: bool) -> None:
         self.namespace = namespace
         self.labels = labels
         self.terminating = terminating
         self.slots: dict[int, int] = {}
+        # a memo for the plugins: whether a selector or term matches this group, which
+        # only its namespace and labels decide, and those never change (they are its
+        # key). Keyed by id() of the matcher, which the value holds, so an id is not
+        # reused while its entry lives (plugins.topology_counts.recalled_match)
+        self.matches: dict[int, tuple[object, bool]] = {}
 
 
 class GroupProjection:

@@ -60,7 +60,8 @@ class Snapshot:
         self.with_required_anti_affinity: set[int] = set()
         self._pod_index: dict[str, dict[str, dict[int, dict[str, PodInfo]]]] = {}
         self._groups: dict[GroupKey, PodGroup] = {}
-        self._group_index: dict[str, dict[str, set[GroupKey]]] = {}  # label -> value -> groups
+        # label -> value -> the groups whose pods carry it
+        self._group_index: dict[str, dict[str, dict[GroupKey, PodGroup]]] = {}
         self._projections: OrderedDict[tuple[str, ...], GroupProjection] = OrderedDict()
         self.pod_terms: tuple[dict[TermKey, dict[int, int]], ...] = ({}, {}, {}, {})
 
@@ -146,21 +147,22 @@ class Snapshot:
         if selector.match_nothing:
             return []
         pairs = selector.positive_pairs()
-        best: set[GroupKey] | None = None
+        best: dict[GroupKey, PodGroup] | None = None
         for key, value in pairs:
             by_value = self._group_index.get(key)
             if by_value is None:
                 return []
             if value is None:
-                found: set[GroupKey] = set().union(*by_value.values())
+                found: dict[GroupKey, PodGroup] = {}
+                for groups_with_value in by_value.values():
+                    found.update(groups_with_value)
             else:
-                found = by_value.get(value, set())
+                found = by_value.get(value) or {}
             if not found:
                 return []
             if best is None or len(found) < len(best):
                 best = found
-        groups = self._groups
-        size = len(best) if best is not None else len(groups)
+        size = len(best) if best is not None else len(self._groups)
         if size > SMALL_CANDIDATE_SET:
             keys = {r.key for r in selector.requirements}
             for other in also:
@@ -169,8 +171,8 @@ class Snapshot:
             if len(projection.groups) < size:
                 return [g for g in projection.groups.values() if _carries(g.labels, pairs)]
         if best is None:
-            return list(groups.values())
-        return [groups[k] for k in best]
+            return list(self._groups.values())
+        return list(best.values())
 
     def _projection(self, keys: tuple[str, ...]) -> GroupProjection:
         projections = self._projections
@@ -225,7 +227,7 @@ class Snapshot:
                 group = PodGroup(pod.namespace, pod.labels, terminating)
                 groups[key] = group
                 for k, v in pod.labels.items():
-                    self._group_index.setdefault(k, {}).setdefault(v, set()).add(key)
+                    self._group_index.setdefault(k, {}).setdefault(v, {})[key] = group
             for projection in self._projections.values():
                 projection.count(slot, pod.namespace, pod.labels, terminating, delta)
             n = group.slots.get(slot, 0) + delta
@@ -239,7 +241,7 @@ class Snapshot:
             for k, v in pod.labels.items():
                 by_value = self._group_index[k]
                 keys = by_value[v]
-                keys.discard(key)
+                keys.pop(key, None)
                 if not keys:
                     del by_value[v]
                     if not by_value:

@@ -20,12 +20,13 @@ proxy and TLS server name, and the body encoded by `json_codec`.
 from __future__ import annotations
 
 import logging
+import ssl
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
@@ -35,6 +36,7 @@ from yarl import URL
 
 from scheduler.client import json_codec
 from scheduler.client.errors import ApiError, api_errors, error_from_response
+from scheduler.client.http1 import Http1Pool
 
 __all__ = [
     "JSON",
@@ -55,6 +57,12 @@ MERGE_PATCH = "application/merge-patch+json"
 Query = Mapping[str, str | int | bool] | Sequence[tuple[str, str | int | bool]]
 
 _BODYLESS = frozenset({"GET", "HEAD"})
+# what goes on the small HTTP/1.1 client (http1.py): the writes, whose answers are one
+# object; LISTs, WATCHes and other reads stay on aiohttp
+_WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# a path that could break the request line is left to aiohttp (which quotes it); the
+# paths built here carry API object names, which never contain these
+_UNSAFE_IN_PATH = frozenset(" \r\n\t?#%")
 
 DEFAULT_REQUEST_TIMEOUT = 30.0
 """Seconds for one whole non-watch request."""
@@ -152,6 +160,18 @@ class Connection:
             self._options["server_hostname"] = rest.server_hostname
         self._header_sets: dict[tuple[str, str], dict[str, str]] = {}
         self._timeouts: dict[float | None, aiohttp.ClientTimeout] = {}
+        # writes: the small HTTP/1.1 client, unless a proxy is in the way
+        self._writes: Http1Pool | None = None
+        self._write_heads: dict[tuple[str, str], bytes] = {}
+        self._host_header = ""
+        if "proxy" not in self._options:
+            self._writes = _write_pool(
+                self._base_url,
+                self._session.connector,
+                rest.server_hostname,
+                configuration.connection_pool_maxsize,
+            )
+            self._host_header = urlsplit(self._base_url).netloc
 
     # ---- construction -------------------------------------------------------------
     @classmethod
@@ -266,6 +286,8 @@ class Connection:
         return str(self.api_client.configuration.host)
 
     async def close(self) -> None:
+        if self._writes is not None:
+            self._writes.close()
         await self.api_client.close()
 
     async def __aenter__(self) -> Connection:
@@ -344,6 +366,54 @@ class Connection:
             )
         return response
 
+    def _write_head(self, content_type: str, accept: str) -> bytes:
+        """The fixed header lines of a write on the HTTP/1.1 client, built once: Host,
+        then what `_headers` gives aiohttp."""
+        key = (content_type, accept)
+        head = self._write_heads.get(key)
+        if head is None:
+            lines = [f"Host: {self._host_header}"]
+            lines += [f"{k}: {v}" for k, v in self._headers(content_type, accept).items()]
+            head = ("\r\n".join(lines) + "\r\n").encode("latin-1")
+            self._write_heads[key] = head
+        return head
+
+    async def _write(
+        self,
+        pool: Http1Pool,
+        method: str,
+        path: str,
+        query: Query | None,
+        body: Any,
+        content_type: str,
+        request_timeout: float | None,
+    ) -> Response:
+        """A write on the HTTP/1.1 client (http1.py); the same answers and errors as
+        the aiohttp path."""
+        target = path + "?" + urlencode(_query_tuples(query)) if query else path
+        data = b"" if body is None else body if isinstance(body, bytes) else json_codec.dumps(body)
+        parts = [
+            f"{method} {target} HTTP/1.1\r\n".encode("latin-1"),
+            self._write_head(content_type, JSON),
+        ]
+        with api_errors():
+            authorization = await self._authorization()
+        if authorization:
+            parts.append(f"Authorization: {authorization}\r\n".encode("latin-1"))
+        parts.append(b"Content-Length: %d\r\n\r\n" % len(data))
+        response = await pool.request(
+            b"".join(parts), data, limit=request_timeout, last_check=LAST_CHECK.get()
+        )
+        if not 200 <= response.status <= 299:
+            raise error_from_response(
+                response.status, response.body, response.headers, http_reason=response.reason
+            )
+        try:
+            parsed = _decode(response.body)
+        except ValueError as exc:
+            raise ApiError(response.status, "BadResponse", f"not JSON: {exc}") from exc
+        return Response(response.status, parsed)
+
     async def request_raw(
         self,
         method: str,
@@ -355,6 +425,9 @@ class Connection:
         request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
     ) -> Response:
         """One request; returns status and parsed body for 2xx, raises otherwise."""
+        pool = self._writes
+        if pool is not None and method in _WRITES and _UNSAFE_IN_PATH.isdisjoint(path):
+            return await self._write(pool, method, path, query, body, content_type, request_timeout)
         response = await self._send(
             method,
             path,
@@ -435,15 +508,17 @@ class Connection:
             buffer = b""
             with api_errors():
                 async for chunk in response.content.iter_any():
-                    buffer += chunk
-                    while True:
-                        line, sep, rest = buffer.partition(b"\n")
-                        if not sep:
-                            break
-                        buffer = rest
-                        event = _parse_event(line)
+                    buffer = buffer + chunk if buffer else chunk
+                    # the lines of the chunk by index: a burst brings hundreds of events
+                    # in one chunk, and cutting the rest off after each line copied it
+                    # once per line
+                    start = 0
+                    while (end := buffer.find(b"\n", start)) >= 0:
+                        event = _parse_event(buffer[start:end])
+                        start = end + 1
                         if event is not None:
                             yield event
+                    buffer = buffer[start:] if start else buffer
             event = _parse_event(buffer)
             if event is not None:
                 yield event
@@ -462,6 +537,34 @@ def _parse_event(line: bytes) -> dict[str, Any] | None:
     if not isinstance(event, dict):
         raise ApiError(200, "BadWatchEvent", "watch line is not an object")
     return event
+
+
+def _write_pool(
+    base_url: str,
+    connector: aiohttp.BaseConnector | None,
+    server_hostname: str | None,
+    max_connections: int | None,
+) -> Http1Pool | None:
+    """The HTTP/1.1 client for writes, with the TLS context of aiohttp's connector (the
+    cluster CA and any client certificate kubernetes_asyncio loaded into it); None when
+    that context is not an SSLContext we can reuse (then writes stay on aiohttp)."""
+    parts = urlsplit(base_url)
+    if parts.hostname is None or parts.scheme not in ("http", "https"):
+        return None
+    context: ssl.SSLContext | None = None
+    if parts.scheme == "https":
+        candidate = getattr(connector, "_ssl", None)
+        if not isinstance(candidate, ssl.SSLContext):
+            return None
+        context = candidate
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return Http1Pool(
+        parts.hostname,
+        port,
+        ssl_context=context,
+        server_hostname=server_hostname or None,
+        max_idle=max_connections or 100,
+    )
 
 
 def _env_proxy(base_url: str) -> dict[str, Any]:

@@ -6,8 +6,10 @@ container states. Parsing the pod again for those (every container's quantities,
 affinity terms, the volumes) cost most of the informer's time. The record's expensive
 part is a pure function of:
 
-- the pod's namespace and name (affinity terms default to the namespace; messages
-  name the pod),
+- the pod's namespace (affinity terms default to it), and its name only when a volume
+  may be a generic ephemeral one (its claim is named after the pod; nothing else in
+  the parse reads the name). So replicas of one template (a Deployment's, a Job's)
+  share one digest, and model.pod parses that template once for all of them,
 - of metadata.labels, only the values of the keys that topology spread constraints
   name in matchLabelKeys (merged into their selectors). Not the rest: the API server
   adds the node's topology labels to a pod when it is bound (PodTopologyLabels), and
@@ -96,6 +98,17 @@ def _spread_label_values(spec: Mapping[str, Any], labels: Any) -> dict[str, str]
     return {k: labels[k] for k in sorted(keys) if k in labels} or None
 
 
+def _reads_pod_name(volumes: Any) -> bool:
+    """Whether model.pod_volumes may read the pod's name: for a generic ephemeral
+    volume's claim. Anything but a list of volume objects without `ephemeral` counts as
+    may (its parse only fails, naming no pod, but the digest stays on the safe side)."""
+    if volumes is None:
+        return False
+    if not isinstance(volumes, list):
+        return True
+    return any(not isinstance(v, dict) or "ephemeral" in v for v in volumes)
+
+
 def _canonical(value: Any) -> bytes:
     """Bytes equal only for equal JSON values (raises TypeError for what orjson cannot
     write: a key that is not a string, an integer beyond 64 bits). orjson writes NaN and
@@ -120,7 +133,7 @@ def scheduling_digest(
         spec = {k: v for k, v in spec.items() if k != "nodeName"}
     key = _present(
         namespace=namespace,
-        name=name,
+        name=name if _reads_pod_name(spec.get("volumes")) else None,
         spread_labels=_spread_label_values(spec, meta.get("labels")),
         spec=spec,
         status=_resource_status(status) or None,

@@ -63,7 +63,13 @@ from scheduler.model.pod import PodInfo
 from scheduler.model.pod_affinity import AffinityTerm, WeightedAffinityTerm
 from scheduler.model.selectors import LabelSelector
 from scheduler.plugins.helpers import QUEUE, SKIP, event
-from scheduler.plugins.topology_counts import DomainCounts, group_counts, slots_and_counts
+from scheduler.plugins.topology_counts import (
+    DomainCounts,
+    group_counts,
+    recalled_match,
+    remember_match,
+    slots_and_counts,
+)
 
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
@@ -122,8 +128,12 @@ def _add_group(counts: DomainCounts, key: str, by_slot: Mapping[int, int], weigh
 
 def _own_term_matches(t: AffinityTerm, group: PodGroup) -> bool:
     """The pod's own term (namespaceSelector already merged into its namespaces, so
-    no namespace labels: upstream passes nil) against a group of existing pods."""
-    return t.matches_labels(group.namespace, group.labels, None)
+    no namespace labels: upstream passes nil) against a group of existing pods;
+    remembered on the group (topology_counts.recalled_match)."""
+    known = recalled_match(group, t)
+    if known is not None:
+        return known
+    return remember_match(group, t, t.matches_labels(group.namespace, group.labels, None))
 
 
 class InterPodAffinity(
@@ -205,11 +215,14 @@ class InterPodAffinity(
         # affinity terms counts once per term; each anti-affinity term counts its own.
         # Pods are matched a group at a time (same namespace and labels).
         if aff:
-            slots, n = group_counts(
-                # the groups may be projected onto the keys of every term's selector
-                snapshot.candidate_groups(aff[0].selector, [t.selector for t in aff[1:]]),
-                lambda g: all(_own_term_matches(t, g) for t in aff),
+            wanted = (
+                partial(_own_term_matches, aff[0])
+                if len(aff) == 1
+                else lambda g: all(_own_term_matches(t, g) for t in aff)
             )
+            # the groups may be projected onto the keys of every term's selector
+            others = [t.selector for t in aff[1:]]
+            slots, n = group_counts(snapshot.candidate_groups(aff[0].selector, others), wanted)
             for t in aff:
                 s.affinity_counts.add_slots(t.topology_key, slots, n)
         for t in anti:

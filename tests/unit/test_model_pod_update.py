@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from scheduler.model import pod as pod_module
 from scheduler.model.pod import PodInfo, pod_from_dict, pod_update_from_dict
 
 Raw = dict[str, Any]
@@ -112,8 +113,14 @@ def changed(*edits: tuple[tuple[Any, ...], Any]) -> Raw:
     return raw
 
 
+def parsed_in_full(raw: Raw) -> PodInfo:
+    """pod_from_dict without the templates of earlier pods (the reference)."""
+    pod_module._templates.clear()
+    return pod_from_dict(raw)
+
+
 def assert_same_record(new: Raw, previous: PodInfo) -> PodInfo:
-    fresh = pod_from_dict(copy.deepcopy(new))
+    fresh = parsed_in_full(copy.deepcopy(new))
     updated = pod_update_from_dict(copy.deepcopy(new), previous)
     assert updated == fresh
     assert updated.problems == fresh.problems
@@ -375,3 +382,53 @@ def test_values_orjson_cannot_tell_apart_are_read_in_full(path: tuple[Any, ...],
     with_odd = changed((path, odd))
     assert_same_record(with_odd, pod_from_dict(copy.deepcopy(with_null)))
     assert_same_record(with_null, pod_from_dict(copy.deepcopy(with_odd)))
+
+
+# ---- templates: replicas of one pod template are parsed once ----
+
+
+def replica(name: str, *, volumes: list[Raw] | None = None) -> Raw:
+    raw = stored_pod()
+    raw["metadata"]["name"] = name
+    raw["metadata"]["uid"] = f"uid-{name}"
+    raw["metadata"]["labels"] = {**raw["metadata"]["labels"], "pod": name}
+    if volumes is not None:
+        raw["spec"]["volumes"] = volumes
+    return raw
+
+
+def test_replicas_of_one_template_share_its_parse_and_read_as_parsed_in_full() -> None:
+    first = pod_from_dict(replica("web-a", volumes=[]))
+    second = pod_from_dict(replica("web-b", volumes=[]))
+    assert second.requests is first.requests
+    assert second.required_anti_affinity is first.required_anti_affinity
+    assert second == parsed_in_full(replica("web-b", volumes=[]))
+    assert (second.name, second.uid, second.labels["pod"]) == ("web-b", "uid-web-b", "web-b")
+
+
+def test_a_template_with_an_ephemeral_volume_is_parsed_per_pod() -> None:
+    # the generic ephemeral volume's claim is named after the pod
+    volumes = [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]
+    first = pod_from_dict(replica("web-a", volumes=volumes))
+    second = pod_from_dict(replica("web-b", volumes=volumes))
+    assert first.pvc_names == ("web-a-scratch",)
+    assert second.pvc_names == ("web-b-scratch",)
+
+
+def test_a_template_keeps_its_problems_for_every_replica() -> None:
+    raw = replica("web-a")
+    raw["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "x"
+    pod_from_dict(raw)
+    raw["metadata"]["name"] = "web-b"
+    second = pod_from_dict(raw)
+    assert second.problems == parsed_in_full(copy.deepcopy(raw)).problems
+    assert "spec.containers[0].resources.requests.cpu" in second.refusal()
+
+
+def test_templates_are_bounded() -> None:
+    pod_module._templates.clear()
+    for i in range(pod_module.TEMPLATES_KEPT + 10):
+        raw = replica("web")
+        raw["spec"]["priority"] = i
+        pod_from_dict(raw)
+    assert len(pod_module._templates) == pod_module.TEMPLATES_KEPT
