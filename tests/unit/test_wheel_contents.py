@@ -11,7 +11,6 @@ needs no network.
 
 from __future__ import annotations
 
-import ast
 import os
 import shutil
 import subprocess
@@ -20,6 +19,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
+from tests.source_imports import absolute_imports
 
 ROOT = Path(__file__).resolve().parents[2]
 PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
@@ -135,14 +136,7 @@ def test_the_scheduler_package_imports_no_development_code() -> None:
     # break an installed scheduler; the CLI reaches kas_dev by name, at run time only
     offenders = []
     for path in sorted((ROOT / "scheduler").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                modules = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                modules = [node.module]
-            else:
-                continue
-            for module in modules:
-                if module.split(".")[0] in ("kas_dev", "tests", "bench"):
-                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} {module}")
+        for module, line in absolute_imports(path):
+            if module.split(".")[0] in ("kas_dev", "tests", "bench"):
+                offenders.append(f"{path.relative_to(ROOT)}:{line} {module}")
     assert offenders == []
