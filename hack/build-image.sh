@@ -2,7 +2,8 @@
 # Build the scheduler image from the UNCHANGED Dockerfile without Docker, and (optionally)
 # import it into a local real-node cluster's containerd.
 #
-#   bash hack/build-image.sh                      build, write the archive, print its path
+#   bash hack/build-image.sh                      build, write the archive (and the image's
+#                                                 SBOM next to it), print the archive's path
 #   bash hack/build-image.sh --import .cluster    ... and import it into that cluster's real nodes
 #
 # How, without a Docker engine or a registry:
@@ -16,6 +17,9 @@
 #   machine's pip configuration (and its index-url, if one is set) is bind-mounted for the
 #   RUN steps only, with a pip.conf pointing at it; mounts are never committed, and the
 #   script checks that neither file is in the final image.
+# - the Dockerfile's final stage is FROM scratch (the builder assembles the runtime), so
+#   both this path and `docker build` make an image with no shell, pip or package manager;
+#   this script checks that, and copies the image's SBOM next to the archive.
 # Both are cached: the base by suite and package list (2-4 minutes once per machine), the
 # image archive by the content of everything the build reads (Dockerfile, pyproject,
 # the package source) and the base, so an unchanged tree is not rebuilt.
@@ -82,10 +86,14 @@ else
 fi
 
 # ---- the image archive, keyed by what the build reads ---------------------------------
-src_key=$( { echo "$BASE"; find Dockerfile .dockerignore pyproject.toml README* scheduler -type f \
+src_key=$( { echo "$BASE"; find Dockerfile .dockerignore pyproject.toml README* requirements.lock \
+  requirements-build.lock scheduler hack/image -type f \
   ! -path '*/__pycache__/*' ! -name '*.py[cod]' -print0 | sort -z | xargs -0 sha256sum; } \
   | sha256sum | cut -c1-12)
 archive="$IMAGES/kube-async-scheduler-$VERSION-$src_key.docker.tar"
+# the image's SBOM (CycloneDX JSON, written by the build), kept next to the archive
+sbom="${archive%.docker.tar}.sbom.cdx.json"
+SBOM_IN_IMAGE=usr/share/doc/kube-async-scheduler/sbom.cdx.json
 import_archive() {
   if [ -n "$import_dir" ]; then
     PY="${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}"
@@ -93,7 +101,7 @@ import_archive() {
   fi
   echo "$archive"
 }
-if [ -f "$archive" ]; then
+if [ -f "$archive" ] && [ -f "$sbom" ]; then
   log "image $IMAGE: cached ($archive)"
   import_archive
   exit 0
@@ -127,25 +135,31 @@ log "buildah bud $IMAGE (Dockerfile unchanged, PYTHON_IMAGE=$BASE)"
   || { tail -30 "$IMAGES/build.log" >&2; exit 1; }
 log "  built in $((SECONDS - s))s"
 
-# the trust given to the build must not be in the image: /etc/pip.conf and /run/kas-build
-# are the base's empty file and folder
+# the final image is the assembled runtime only: the trust given to the build is not in
+# it (the builder stage had /etc/pip.conf and /run/kas-build mounted), nor a shell, pip or
+# a package manager; the entry point and the SBOM are
 check=$("${BUILDAH[@]}" from --pull-never "$IMAGE")
 mnt=$("${BUILDAH[@]}" mount "$check")
 leaked=""
-[ -s "$mnt/etc/pip.conf" ] && leaked="$leaked /etc/pip.conf"
-[ -z "$(ls -A "$mnt/run/kas-build")" ] || leaked="$leaked /run/kas-build/*"
+for p in etc/pip.conf run/kas-build bin/sh usr/bin/sh bin/bash usr/bin/dash usr/bin/apt \
+         usr/bin/apt-get usr/bin/dpkg var/lib/dpkg usr/bin/pip usr/bin/pip3 opt/venv/bin/pip; do
+  if [ -e "$mnt/$p" ] || [ -L "$mnt/$p" ]; then leaked="$leaked /$p"; fi
+done
 [ -x "$mnt/opt/venv/bin/kube-async-scheduler" ] || leaked="$leaked (no /opt/venv/bin/kube-async-scheduler!)"
+[ -s "$mnt/$SBOM_IN_IMAGE" ] || leaked="$leaked (no /$SBOM_IN_IMAGE!)"
+[ -z "$leaked" ] && cp "$mnt/$SBOM_IN_IMAGE" "$sbom.tmp"
 "${BUILDAH[@]}" umount "$check" >/dev/null; "${BUILDAH[@]}" rm "$check" >/dev/null
 [ -z "$leaked" ] || { log "the final image is wrong:$leaked"; exit 1; }
 
 # keep one of each: the current archive, the current base, no dangling layers (vfs
 # stores every layer as a full copy, so old ones add up fast)
-rm -f "$IMAGES"/kube-async-scheduler-*.docker.tar
+rm -f "$IMAGES"/kube-async-scheduler-*.docker.tar "$IMAGES"/kube-async-scheduler-*.sbom.cdx.json
 for old in $("${BUILDAH[@]}" images --format '{{.Name}}:{{.Tag}}' | grep '^kas.local/debian-python:' | grep -vx "$BASE"); do
   "${BUILDAH[@]}" rmi "$old" >/dev/null 2>&1 || true
 done
 "${BUILDAH[@]}" rmi --prune >/dev/null 2>&1 || true
 "${BUILDAH[@]}" push --quiet "$IMAGE" "docker-archive:$archive.tmp:docker.io/library/$IMAGE" >/dev/null
 mv "$archive.tmp" "$archive"
+mv "$sbom.tmp" "$sbom"
 log "image $IMAGE: $archive ($(du -h "$archive" | cut -f1)), $((SECONDS - T0))s in all"
 import_archive

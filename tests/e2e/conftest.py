@@ -7,8 +7,6 @@ stop running."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from kas_dev.cluster import prometheus, realnode
-from kas_dev.cluster.binaries import default_bin_dir
 from kas_dev.cluster.local import LocalCluster
 from kas_dev.cluster.nodes import NodeGroup
+from tests.e2e.prerequisites import missing_for_real_node, require
 from tests.kube import ClusterHandle
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,18 +34,6 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-def _missing() -> str:
-    if os.geteuid() != 0:
-        return "not root"
-    for name in ("kubelet", "prometheus", "promtool", "helm", "kube-scheduler"):
-        if not (default_bin_dir() / name).exists():
-            return f"{name} not built (hack/install-binaries.sh realnode)"
-    for tool in ("containerd", "runc", "buildah", "debootstrap"):
-        if shutil.which(tool) is None and not Path("/usr/sbin", tool).exists():
-            return f"{tool} not installed (hack/install-system-packages.sh)"
-    return ""
-
-
 @dataclass
 class RealCluster:
     handle: ClusterHandle
@@ -57,11 +43,7 @@ class RealCluster:
 
 @pytest.fixture(scope="session")
 def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
-    why = _missing()
-    if why:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"end-to-end prerequisites missing in CI: {why}")
-        pytest.skip(why)
+    require(missing_for_real_node())
     # a short path: containerd's socket lives in it (unix sockets allow 108 bytes)
     local = LocalCluster(tmp_path_factory.mktemp("e2e") / "c")
     local.up(KWOK_NODES, real_nodes=1)
