@@ -485,7 +485,6 @@ EXPECTED_CLUSTER_RULES = {
     ("", "events"): {"create", "patch", "update"},
     ("events.k8s.io", "events"): {"create", "patch", "update"},
     ("policy", "poddisruptionbudgets"): {"get", "list", "watch"},
-    ("scheduling.k8s.io", "priorityclasses"): {"get", "list", "watch"},
     ("", "namespaces"): {"get", "list", "watch"},
     # VolumeBinding's PreBind updates claims and volumes (upstream system:volume-scheduler)
     ("", "persistentvolumeclaims"): {"get", "list", "watch", "update"},
@@ -596,13 +595,138 @@ def test_dashboard_is_real_grafana_json_on_upstream_metrics(tmp_path: Path) -> N
             assert p["datasource"]["uid"] == "${datasource}"
 
 
-def test_pdb_when_enabled(tmp_path: Path) -> None:
+def test_pdb_only_when_more_than_one_replica(tmp_path: Path) -> None:
+    # "auto" (the default): none for one pod, one as soon as there are followers
     assert "PodDisruptionBudget" not in kinds(render(tmp_path))
-    pdb = one(
-        render(tmp_path, None, "podDisruptionBudget.enabled=true", "replicas=2"),
-        "PodDisruptionBudget",
-    )
+    pdb = one(render(tmp_path, None, "replicas=2"), "PodDisruptionBudget")
     assert pdb["spec"]["maxUnavailable"] == 1
+    assert (
+        pdb["spec"]["selector"]["matchLabels"]
+        == one(render(tmp_path, None, "replicas=2"), "Deployment")["spec"]["selector"][
+            "matchLabels"
+        ]
+    )
+    # forced either way
+    assert "PodDisruptionBudget" not in kinds(
+        render(tmp_path, None, "replicas=2", "podDisruptionBudget.enabled=false")
+    )
+    one(render(tmp_path, None, "podDisruptionBudget.enabled=true"), "PodDisruptionBudget")
+
+
+# --- hardening: priority, network policy, the uninstall hook's identity ----------------
+
+
+def test_pods_run_at_system_cluster_critical_by_default(tmp_path: Path) -> None:
+    spec = one(render(tmp_path), "Deployment")["spec"]["template"]["spec"]
+    assert spec["priorityClassName"] == "system-cluster-critical"
+    spec = one(render(tmp_path, None, "priorityClassName="), "Deployment")["spec"]["template"][
+        "spec"
+    ]
+    assert "priorityClassName" not in spec
+
+
+def test_network_policy_admits_only_the_serving_port_from_the_chosen_peers(
+    tmp_path: Path,
+) -> None:
+    assert "NetworkPolicy" not in kinds(render(tmp_path))  # off by default
+    docs = render(tmp_path, None, "networkPolicy.enabled=true")
+    np = one(docs, "NetworkPolicy")
+    spec = np["spec"]
+    assert (
+        spec["podSelector"]["matchLabels"]
+        == one(docs, "Deployment")["spec"]["selector"]["matchLabels"]
+    )
+    assert spec["policyTypes"] == ["Ingress"]  # egress (the API server) stays open
+    (rule,) = spec["ingress"]
+    assert rule["ports"] == [{"protocol": "TCP", "port": 10259}]
+    assert rule["from"] == [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+    ]
+    # the port follows server.securePort; the peers are the operator's
+    peers = [
+        {"podSelector": {"matchLabels": {"app": "prometheus"}}},
+        {
+            "namespaceSelector": {"matchLabels": {"team": "a"}},
+            "podSelector": {"matchLabels": {"role": "explain"}},
+        },
+        {"ipBlock": {"cidr": "10.0.0.0/24"}},
+    ]
+    np = one(
+        render(
+            tmp_path,
+            {"networkPolicy": {"enabled": True, "from": peers}, "server": {"securePort": 8443}},
+        ),
+        "NetworkPolicy",
+    )
+    (rule,) = np["spec"]["ingress"]
+    assert rule["ports"] == [{"protocol": "TCP", "port": 8443}]
+    assert rule["from"] == peers
+    # no peer: an empty ingress list, which admits nothing (not a rule without `from`,
+    # which would admit everyone)
+    np = one(render(tmp_path, {"networkPolicy": {"enabled": True, "from": []}}), "NetworkPolicy")
+    assert np["spec"]["ingress"] == []
+
+
+def test_network_policy_peers_are_validated(tmp_path: Path) -> None:
+    for bad, where in (
+        ([{"namespaceSelector": {"matchLabel": {"a": "b"}}}], "matchLabel"),
+        ([{}], "/networkPolicy/from/0"),
+        ([{"ipBlock": {"except": ["10.0.0.1/32"]}}], "cidr"),
+    ):
+        err = render_fails(tmp_path, {"networkPolicy": {"enabled": True, "from": bad}})
+        assert "values don't meet the specifications of the schema" in err, err
+        assert where in err, err
+
+
+def test_cluster_role_grants_nothing_on_priority_classes(tmp_path: Path) -> None:
+    # the scheduler reads a pod's spec.priority (written by the API server's Priority
+    # admission), never a PriorityClass: no code of scheduler/ lists them
+    cr = one(render(tmp_path), "ClusterRole")
+    assert all("priorityclasses" not in rule["resources"] for rule in cr["rules"])
+    sources = "\n".join(p.read_text() for p in (ROOT / "scheduler").rglob("*.py"))
+    assert "priorityclasses" not in sources.lower()
+
+
+def test_graceful_stop_hook_runs_as_its_own_hook_service_account(tmp_path: Path) -> None:
+    docs = render(tmp_path, None, "replicas=2", "gracefulUninstall.enabled=true")
+    name = f"{RELEASE}-kube-async-scheduler-graceful-stop"
+    job = one(docs, "Job", name)
+    sa, role, binding = (one(docs, k, name) for k in ("ServiceAccount", "Role", "RoleBinding"))
+    pod = job["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == name
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": name, "namespace": NAMESPACE}]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert role["rules"] == [
+        {
+            "apiGroups": ["apps"],
+            "resources": ["deployments/scale"],
+            "resourceNames": [f"{RELEASE}-kube-async-scheduler"],
+            "verbs": ["patch"],
+        },
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+    ]
+
+    def weight(obj: dict[str, Any]) -> int:
+        ann = obj["metadata"]["annotations"]
+        assert ann["helm.sh/hook"] == "pre-delete"
+        assert ann["helm.sh/hook-delete-policy"] == "before-hook-creation,hook-succeeded"
+        return int(ann.get("helm.sh/hook-weight", "0"))
+
+    # created before the Job, the binding after what it binds; deleted after it succeeds
+    assert weight(sa) < weight(binding) < weight(job) and weight(role) < weight(binding)
+    # the scheduler's own ServiceAccount is given nothing for the hook
+    for rb in (d for d in docs if d["kind"] == "RoleBinding" and d is not binding):
+        assert "graceful" not in rb["roleRef"]["name"]
+    # no shell in the image: the hook execs the image's python itself
+    (c,) = pod["containers"]
+    assert c["command"] == ["python", "-c"]
+    # without chart RBAC the hook has no identity of its own: it uses the scheduler's
+    docs = render(
+        tmp_path, None, "replicas=2", "gracefulUninstall.enabled=true", "rbac.create=false"
+    )
+    assert "ServiceAccount" not in {d["kind"] for d in docs if d["metadata"]["name"] == name}
+    pod = one(docs, "Job", name)["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == f"{RELEASE}-kube-async-scheduler"
 
 
 # --- the schema -------------------------------------------------------------------------
@@ -620,6 +744,9 @@ def test_pdb_when_enabled(tmp_path: Path) -> None:
         (("leaderElection.leaseDuration=15",), None, "/leaderElection/leaseDuration"),
         (("image.pullPolicy=Sometimes",), None, "/image/pullPolicy"),
         (("server.port=70000",), None, "/server/port"),
+        (("server.securePort=0",), None, "/server/securePort"),
+        (("podDisruptionBudget.enabled=sometimes",), None, "/podDisruptionBudget/enabled"),
+        (("networkPolicy.enabled=yes",), None, "/networkPolicy/enabled"),
         (("logLevel=9",), None, "/logLevel"),
         (("serviceMonitor.enabled=yes-please",), None, "/serviceMonitor/enabled"),
         (("nosuchkey=1",), None, "nosuchkey"),
@@ -684,7 +811,8 @@ def test_schema_refuses_bad_values(
             "serviceMonitor.enabled=true",
             "dashboard.enabled=true",
             "podDisruptionBudget.enabled=true",
-            "priorityClassName=system-cluster-critical",
+            "networkPolicy.enabled=true",
+            "gracefulUninstall.enabled=true",
         ),
     ],
     ids=["defaults", "everything-on"],
