@@ -23,7 +23,7 @@ import pytest
 from packaging.utils import canonicalize_name
 
 from tests.e2e.prerequisites import missing_for_image, require
-from tests.lock_files import ENVIRONMENTS, pinned, read_lock
+from tests.lock_files import ENVIRONMENTS, PYPROJECT, pinned, read_lock
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]
 
@@ -162,7 +162,8 @@ def test_the_sbom_is_in_the_image_and_next_to_the_archive_and_matches_the_lock(
     components = {canonicalize_name(c["name"]): c["version"] for c in bom["components"]}
     lock = read_lock("requirements.lock")
     env = ENVIRONMENTS[0]  # the image's Python 3.11 on Linux
-    expected = {p.name: str(p.version) for p in lock if p.marker is None or p.marker.evaluate(env)}
-    expected = {name: str(pinned(lock, name, env).version) for name in expected}
-    expected["kube-async-scheduler"] = components.get("kube-async-scheduler", "")
+    names = {p.name for p in lock if p.marker is None or p.marker.evaluate(env)}
+    expected = {name: str(pinned(lock, name, env).version) for name in names}
+    # and the scheduler itself
+    expected[canonicalize_name(PYPROJECT["project"]["name"])] = PYPROJECT["project"]["version"]
     assert components == expected
