@@ -49,6 +49,7 @@ _PATHS = {
     "Service": "/api/v1/namespaces/{ns}/services/{name}",
     "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments/{name}",
     "PodDisruptionBudget": "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/{name}",
+    "NetworkPolicy": "/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies/{name}",
     "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles/{name}",
     "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings/{name}",
     "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}",
@@ -64,10 +65,11 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster
     local.up(NODES)
     cluster = ClusterHandle(local)
     try:
-        # two replicas: leader election on, so the Lease Role is rendered and used
+        # two replicas: leader election on, so the Lease Role is rendered and used, and
+        # the PodDisruptionBudget too (podDisruptionBudget.enabled "auto")
         release = install(
             cluster, RELEASE, NS,
-            "replicas=2", "podDisruptionBudget.enabled=true", "dashboard.enabled=true",
+            "replicas=2", "dashboard.enabled=true", "networkPolicy.enabled=true",
             *FAST_LEASE,
         )  # fmt: skip
         yield cluster, release
@@ -106,8 +108,8 @@ def test_helm_install_is_accepted_object_by_object(
     kinds = sorted(o["kind"] for o in objects)
     assert kinds == sorted(
         ["ServiceAccount", "ConfigMap", "ConfigMap", "Service", "Deployment",
-         "PodDisruptionBudget", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding",
-         "CustomResourceDefinition"]
+         "PodDisruptionBudget", "NetworkPolicy", "Role", "RoleBinding", "ClusterRole",
+         "ClusterRoleBinding", "CustomResourceDefinition"]
     )  # fmt: skip
     for obj in objects:
         code, stored = _get(cluster, obj["kind"], NS, obj["metadata"]["name"])
@@ -129,6 +131,9 @@ def test_helm_install_is_accepted_object_by_object(
 
     for pod in wait_for(pods, timeout=30, what="the Deployment's two pods"):
         assert pod["spec"]["serviceAccountName"] == release.service_account
+        # the chart's default class, resolved by the API server's Priority admission
+        assert pod["spec"]["priorityClassName"] == "system-cluster-critical"
+        assert pod["spec"]["priority"] == 2000000000
         assert pod["spec"].get("schedulerName", "default-scheduler") == "default-scheduler"
         volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
         assert volumes["config"]["configMap"]["name"] == f"{release.fullname}-config"
