@@ -231,7 +231,7 @@ def test_a_broken_watch_closes_preemption_until_a_fresh_listing() -> None:
     h = Harness()
     broken = asyncio.Event()
     h.api.lists.extend([listing(rv="10"), listing(rv="20")])
-    h.api.watches.append([broken, ServerError(500, {"message": "etcd leader changed"})])
+    h.api.watches.append([broken, ServerError(500, "InternalError", "etcd leader changed")])
     asyncio.run(h.run(scenario))
 
 
@@ -284,7 +284,7 @@ def test_policies_deleted_with_their_crd_stay_in_force_and_preemption_waits() ->
         assert not h.may_preempt()
         assert "being deleted" in (h.sync.reason() or "")
         # the CRD goes (checked again with backoff), then comes back under a new uid
-        h.api.crd = NotFound(404, {"message": "not found"})
+        h.api.crd = NotFound(404, "NotFound", "not found")
         await until(lambda: "not found" in (h.sync.reason() or ""))
         h.api.crd = crd("u2")
         await until(lambda: h.sync.current, "in sync under the new CRD")
