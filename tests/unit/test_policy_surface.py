@@ -1,7 +1,6 @@
 """The policy machinery runs on the scheduler's own client: no operator framework (kopf
-was replaced by the project's Informer, scheduler/policy/watcher.py), no kubeconfig
-parser of its own, and importing the app without --preemption-policies starts nothing
-of it."""
+was replaced by the project's Informer, scheduler/policy/watcher.py) and no kubeconfig
+parser of its own (the app's wiring: test_policy_wiring.py)."""
 
 from __future__ import annotations
 
