@@ -57,7 +57,7 @@ class PolicySync:
     def reason(self) -> str | None:
         """None when the view is current; else why not."""
         if not self._listed:
-            return NOT_LISTED
+            return f"{NOT_LISTED}: {self._error}" if self._error else NOT_LISTED
         return self._error or self._crd_problem
 
     @property

@@ -184,14 +184,29 @@ class PolicyWatcher:
             await self._sleep(delay)
 
     async def _check_forever(self) -> None:
+        retry: float | None = None  # after a check that did not find the CRD served
         while True:
-            await self._check_wanted.wait()
+            await self._check_requested(retry)
             self._check_wanted.clear()
             if await self.check_crd():
                 self._check_backoff.reset()
-                continue
-            self._check_wanted.set()  # retried, ever more slowly
-            await self._sleep(self._check_backoff.next_delay())
+                retry = None
+            else:
+                retry = self._check_backoff.next_delay()
+
+    async def _check_requested(self, retry: float | None) -> None:
+        """Until a check is asked for (a listing, a deletion) or, after a failed one,
+        its retry is due: a re-created CRD's first listing is checked at once, not at
+        the end of a backoff."""
+        wanted = asyncio.ensure_future(self._check_wanted.wait())
+        waits: set[asyncio.Future[Any]] = {wanted}
+        if retry is not None:
+            waits.add(asyncio.ensure_future(self._sleep(retry)))
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
 
     async def check_crd(self) -> bool:
         """One check of the CRD; False when it is not served or could not be read (the
