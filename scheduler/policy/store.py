@@ -170,16 +170,21 @@ class PolicyStore:
             self._hold_until = self._wall() + LOST_POLICY_HOLD
         return max(0.0, self._hold_until - self._wall())
 
-    def expire_held(self) -> None:
-        """Drop the held policies whose time is up (the watcher's timer)."""
-        if not self._held or self._hold_until is None or self._wall() < self._hold_until:
-            return
+    def expire_held(self) -> float | None:
+        """Drop the held policies when their time is up (the watcher's timer). Returns
+        the seconds still to wait (a timer on another clock may fire early), else None."""
+        if not self._held or self._hold_until is None:
+            return None
+        left = self._hold_until - self._wall()
+        if left > 0:
+            return left
         names = sorted(self._held)
         self._held.clear()
         self._hold_until = None
         log.info("PreemptionPolicies lost with their CRD no longer held: %s", ", ".join(names))
         if self.on_spec_change is not None:
             self.on_spec_change()
+        return None
 
     def state(self, name: str) -> PolicyState | None:
         return self._states.get(name)

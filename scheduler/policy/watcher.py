@@ -129,12 +129,17 @@ class PolicyWatcher:
 
     def became_current(self) -> None:
         """PolicySync.on_current (wired by the runtime): start the held policies' clock."""
-        delay = self.store.start_hold_clock()
-        if delay is None:
-            return
+        self._expire_later(self.store.start_hold_clock())
+
+    def _expire_later(self, delay: float | None) -> None:
         if self._expiry is not None:
             self._expiry.cancel()
-        self._expiry = asyncio.get_running_loop().call_later(delay, self.store.expire_held)
+            self._expiry = None
+        if delay is not None:
+            loop = asyncio.get_running_loop()
+            self._expiry = loop.call_later(
+                delay, lambda: self._expire_later(self.store.expire_held())
+            )
 
     # ---- run -------------------------------------------------------------------------
     async def run(self) -> None:

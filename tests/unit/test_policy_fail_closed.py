@@ -187,10 +187,10 @@ def test_a_policy_lost_with_its_crd_is_held_until_listed_again_or_its_time_is_up
     assert evaluate(s, [victim("a", cpu="4")]).decision is None  # still protected
     assert s.start_hold_clock() == LOST_POLICY_HOLD
     now[0] += LOST_POLICY_HOLD - 1
-    s.expire_held()
+    assert s.expire_held() == 1.0  # early: the seconds left
     assert s.held == {"guard"}
     now[0] += 1
-    s.expire_held()
+    assert s.expire_held() is None
     assert s.held == frozenset() and s.in_force() == {}
     # listed again before its time: the listed version replaces the held one
     s.apply(policy("guard", protectedNamespaces=["batch"]))
@@ -307,3 +307,29 @@ def test_a_crd_replaced_while_unwatched_holds_the_policies_that_vanished() -> No
     h = Harness()
     h.api.lists.extend([listing(pol("guard", "5", protectedNamespaces=["prod"])), listing()])
     asyncio.run(h.run(scenario))
+
+
+def test_the_watchers_timer_ends_the_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    import scheduler.policy.store as store_module
+
+    monkeypatch.setattr(store_module, "LOST_POLICY_HOLD", 0.05)
+
+    async def scenario() -> None:
+        h = Harness()
+        h.store._wall = time.time
+        h.store.apply(policy("guard", protectedNamespaces=["batch"]))
+        h.store.delete("guard")
+        h.store.hold_deletions()
+        requeues = h.requeues
+        h.watcher.became_current()
+        await asyncio.sleep(0.01)
+        assert h.store.held == {"guard"}
+        for _ in range(100):
+            await asyncio.sleep(0.01)
+            if not h.store.held:
+                break
+        assert h.store.held == frozenset() and h.requeues == requeues + 1
+
+    asyncio.run(scenario())
