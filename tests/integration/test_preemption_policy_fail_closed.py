@@ -295,20 +295,24 @@ def test_the_crd_deleted_and_recreated_resumes_enforcement_and_never_frees_the_p
             wait_for(lambda: len(asker.names) >= asked_while_gone + 4, timeout=30,
                      what="preemptors asking while the CRD is gone")  # fmt: skip
             # re-created, the policy re-applied
+            back = time.monotonic()
             install_crd(cluster)
             create_policy(cluster, "guard", GUARD)
-            back = time.monotonic()
             wait_for(lambda: readyz(sched)[0] == 200, timeout=30,
                      what=f"ready again\n{sched.tail()}")  # fmt: skip
             wait_observed(cluster, "guard", 1)
             took = time.monotonic() - back
-            print(f"policy re-applied -> in sync and its status written: {took:.2f}s")
+            print(f"CRD re-created -> policy re-applied, in sync, its status written: {took:.2f}s")
             assert took < 15, took
             last = asker.names[-1]
             wait_for(lambda: "PreemptionPolicy guard" in scheduled_message(cluster, NS, last),
                      timeout=30, what="a new preemptor refused by the re-applied policy")  # fmt: skip
         failures = sched.metric("scheduler_preemption_policies_watch_failures_total")
-        print(f"preemptors: {len(asker.names)}, watch failures: {failures:.0f}")
+        refused = sched.metric("scheduler_preemption_policies_unsynced_refusals_total")
+        print(f"preemptors: {len(asker.names)}, watch failures: {failures:.0f}, "
+              f"attempts refused while not in sync: {refused:.0f}")  # fmt: skip
+        print("\n".join(line for line in sched.log_path.read_text().splitlines()
+                        if "PreemptionPolic" in line or "CRD" in line))  # fmt: skip
         assert failures >= 1
         assert sched.metric("scheduler_preemption_policies_synced") == 1
         no_pod_disrupted_or_bound(scene, asker.names)
