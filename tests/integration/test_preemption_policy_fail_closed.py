@@ -7,6 +7,8 @@
   token from the TokenRequest API, handed over by an exec plugin or a token file in the
   kubeconfig: the policy watcher and the status writes use the scheduler's own
   credentials.
+- The same when a new leader takes over: the leader leaves with a preemptor pending, and
+  the replica that takes its Lease cannot list the policies yet.
 - The CRD deleted under a running scheduler (its watch breaks, the policies go with
   it) and re-created with the policy re-applied, while new preemptors keep arriving:
   /readyz fails meanwhile, the protection is back within seconds, the protected pod is
@@ -88,6 +90,13 @@ def readyz(sched: SchedulerProcess) -> tuple[int, str]:
         return sched.get("/readyz?verbose")
     except OSError as exc:
         return 0, str(exc)
+
+
+def leading(sched: SchedulerProcess) -> bool:
+    try:
+        return sched.metric("scheduler_leader_election_is_leader") == 1
+    except OSError:  # not serving yet
+        return False
 
 
 def check_failing(body: str) -> bool:
@@ -215,6 +224,47 @@ def test_a_new_scheduler_preempts_nothing_before_it_has_listed_the_policies(
                  what="the victim preempted once the policy is deleted")  # fmt: skip
     finally:
         sched.stop()
+
+
+def test_a_new_leader_preempts_nothing_before_it_has_listed_the_policies(
+    scene: Scene, tmp_path: Path
+) -> None:
+    """The leader leaves (its Lease released) while a preemptor is pending; the replica
+    that takes over cannot list the policies yet: it refuses, then preempts under them."""
+    cluster = scene.cluster
+    token = service_account_token(cluster, "fc-sys", "kas")
+    grant(cluster, "fc-base", BASE_RULES, "fc-sys", "kas")
+    config = write_config(
+        tmp_path / "ha.yaml", podInitialBackoffSeconds=1, podMaxBackoffSeconds=1,
+        leaderElection={
+            "leaderElect": True, "resourceNamespace": "default", "resourceName": "fc-ha",
+            "leaseDuration": "15s", "renewDeadline": "10s", "retryPeriod": "2s",
+        },
+    )  # fmt: skip
+    args = ["--preemption-policies"]
+    first = SchedulerProcess(cluster.kubeconfig, config, tmp_path / "a.log", extra_args=args)
+    second = SchedulerProcess(str(write_kubeconfig(cluster, tmp_path, token, "tokenFile")),
+                              config, tmp_path / "b.log", extra_args=args)  # fmt: skip
+    try:
+        first.start()
+        wait_for(lambda: leading(first), what="the first replica leading")
+        second.start(wait_ready=False)
+        cluster.create_pod(NS, preemptor("early"))
+        wait_for(lambda: "PreemptionPolicy guard" in scheduled_message(cluster, NS, "early"),
+                 what="the leader refusing by the policy")  # fmt: skip
+        first.stop()  # releases the Lease: the second takes over at once
+        wait_for(lambda: leading(second), what="the second replica leading")
+        wait_for(lambda: "not in sync" in scheduled_message(cluster, NS, "early"),
+                 timeout=60, what=f"the new leader's refusal\n{second.tail()}")  # fmt: skip
+        assert check_failing(readyz(second)[1])
+        grant(cluster, "fc-policies", POLICY_RULES, "fc-sys", "kas")
+        wait_for(lambda: "PreemptionPolicy guard" in scheduled_message(cluster, NS, "early"),
+                 timeout=60, what="the new leader refusing by the policy")  # fmt: skip
+        assert readyz(second)[0] == 200
+        no_pod_disrupted_or_bound(scene, ["early"])
+    finally:
+        first.stop()
+        second.stop()
 
 
 # ---------------------------------------------------------------- the CRD re-created
