@@ -19,8 +19,8 @@ shape is client-go's reflector + a minimal shared informer:
 Observers, set before `run()`: `on_list(name)` after each complete LIST (the first and
 every re-list) once its handlers have run, `on_event(name, type)` for each watch event
 received (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR; anything else as "unknown", to keep
-labels bounded),
-`on_error(name, exc)` for each failed LIST or WATCH (410 included), before its backoff.
+labels bounded), `on_error(name, exc)` for each failed LIST or WATCH (410 included),
+before its backoff.
 
 `relist_after_error`: every failure, not only 410, goes back to 1 (a fresh LIST). For a
 small resource whose consumer must prove its view current (PreemptionPolicies): a watch
@@ -342,7 +342,6 @@ class Informer(Generic[T]):
             except Exception as exc:
                 self._observe_error(exc)
                 self._errors += 1
-                need_list = need_list or self._relist_after_error
                 delay = self._backoff.next_delay()
                 level = logging.WARNING if isinstance(exc, ApiError) else logging.ERROR
                 log.log(
@@ -354,6 +353,7 @@ class Informer(Generic[T]):
                     exc,
                     exc_info=not isinstance(exc, ApiError),
                 )
+                need_list = need_list or self._relist_after_error
                 await self._sleep(delay)
 
     def _observe_error(self, exc: Exception) -> None:
