@@ -54,6 +54,7 @@ from scheduler.model import (
 )
 from scheduler.model.pdb import PDBInfo
 from scheduler.plugins.registry import in_tree_registry
+from scheduler.policy.runtime import READINESS_CHECK as POLICIES_READINESS_CHECK
 from scheduler.policy.runtime import PolicyRuntime
 from scheduler.preemption import ExecutorSettings, PreemptionExecutor, default_preemption
 from scheduler.preemption.default_preemption import PreemptionServices
@@ -194,7 +195,7 @@ class SchedulerApp:
         )
         self.policies: PolicyRuntime | None = None
         if self.options.preemption_policies:
-            self.policies = self._policy_runtime(self.cfg, self.options)
+            self.policies = self._policy_runtime()
         services = PreemptionServices(
             executor=self.executor,
             own_schedulers=frozenset(self.profile_names),
@@ -307,6 +308,8 @@ class SchedulerApp:
         )
         self.server.add_get(EXPLAIN_PATH, explain_http_handler(self.explainer))
         self.server.add_readiness_check("sched-handler-sync", self._synced_check)
+        if self.policies is not None:
+            self.server.add_readiness_check(POLICIES_READINESS_CHECK, self.policies.readyz)
         self.server.add_health_check("background-tasks", self.tasks.healthz)
 
     def _build_leader_election(self) -> None:
@@ -333,7 +336,7 @@ class SchedulerApp:
             self.server.add_health_check("leaderElection", self.elector.healthz)
 
 
-    def _policy_runtime(self, cfg: SchedulerConfiguration, options: RunOptions) -> PolicyRuntime:
+    def _policy_runtime(self) -> PolicyRuntime:
         def ns_labels(name: str) -> Any:
             ns = self.listers.get_namespace(name)
             return ns.labels if ns is not None else None
@@ -344,14 +347,13 @@ class SchedulerApp:
             self.queue.activate([i.pod for i, where in self.queue.pending_pods()])
 
         return PolicyRuntime(
+            self.connection,  # the scheduler's own identity and server address
             self.dispatcher,
             ns_labels,
-            kubeconfig=options.kubeconfig or cfg.client_connection.kubeconfig or None,
             is_leader=lambda: (
                 (not self.leader_elect or self._leading.is_set()) and not self._lost_lease
             ),
             requeue_waiting=requeue_waiting,
-            on_stop_signal=self.request_stop,
             metrics=PolicyMetrics(self.metrics.registry),
         )
 
@@ -436,7 +438,7 @@ class SchedulerApp:
         await self.server.start()
         log.info("serving health and metrics on %s", self.server.url)
         if self.policies is not None:
-            await self.policies.start()
+            self.policies.start(guard)
         stop_wait: asyncio.Future[Any] = asyncio.create_task(self._stop.wait())
         synced: asyncio.Future[Any] = asyncio.ensure_future(
             asyncio.gather(*(i.wait_synced() for i in informers))

@@ -382,3 +382,29 @@ class PolicyMetrics:
             namespace=ns,
             registry=registry,
         )
+        # fail closed (scheduler.policy.sync): whether the view of the policies is current
+        self.synced = Gauge(
+            "preemption_policies_synced",
+            "1 while the PreemptionPolicies in memory are known to be current (listed, watch "
+            "unbroken, CRD served); 0 while preemption is refused for want of them.",
+            namespace=ns,
+            registry=registry,
+        )
+        self.watch_failures = Counter(
+            "preemption_policies_watch_failures_total",
+            "Failed LISTs and WATCHes of PreemptionPolicies (each is followed by a re-list).",
+            namespace=ns,
+            registry=registry,
+        )
+        self.watcher_restarts = Counter(
+            "preemption_policies_watcher_restarts_total",
+            "Restarts of the PreemptionPolicy watcher after it died (backoff between them).",
+            namespace=ns,
+            registry=registry,
+        )
+        self.unsynced_refusals = Counter(
+            "preemption_policies_unsynced_refusals_total",
+            "Preemption attempts refused because the PreemptionPolicies were not in sync.",
+            namespace=ns,
+            registry=registry,
+        )

@@ -16,9 +16,16 @@ shape is client-go's reflector + a minimal shared informer:
    mid-stream, a read timeout, 5xx) is logged and retried with capped, jittered
    exponential backoff, from the last resourceVersion.
 
-Observers for metrics, set before `run()`: `on_list(name)` after each complete LIST (the
-first and every re-list), `on_event(name, type)` for each watch event received (ADDED,
-MODIFIED, DELETED, BOOKMARK, ERROR; anything else as "unknown", to keep labels bounded).
+Observers, set before `run()`: `on_list(name)` after each complete LIST (the first and
+every re-list) once its handlers have run, `on_event(name, type)` for each watch event
+received (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR; anything else as "unknown", to keep
+labels bounded), `on_error(name, exc)` for each failed LIST or WATCH (410 included),
+before its backoff.
+
+`relist_after_error`: every failure, not only 410, goes back to 1 (a fresh LIST). For a
+small resource whose consumer must prove its view current (PreemptionPolicies): a watch
+resumed after an outage would replay what it missed, but the consumer could not tell
+how long it was blind; a LIST ends the doubt at once.
 
 `update_transform(raw, old)`, when given, builds the record of an object already in the
 store (updates, re-list differences, the final state of a delete) from its raw object and
@@ -200,6 +207,7 @@ class Informer(Generic[T]):
         backoff: Backoff | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         name: str | None = None,
+        relist_after_error: bool = False,
     ) -> None:
         self._connection = connection
         self.resource = resource
@@ -215,6 +223,7 @@ class Informer(Generic[T]):
         self._watch_timeout = watch_timeout_seconds
         self._backoff = backoff or Backoff()
         self._sleep = sleep
+        self._relist_after_error = relist_after_error
         self.name = name or str(resource)
         self.store: Store[T] = Store()
         self._state = InformerState.CREATED
@@ -228,6 +237,7 @@ class Informer(Generic[T]):
         # metric observers (see the module docstring); called with self.name
         self.on_list: Callable[[str], None] | None = None
         self.on_event: Callable[[str, str], None] | None = None
+        self.on_error: Callable[[str, Exception], None] | None = None
 
     # ---- public surface ----------------------------------------------------------
     @property
@@ -320,6 +330,7 @@ class Informer(Generic[T]):
                 await self._watch_once()
                 consecutive_gone = 0
             except Gone as exc:
+                self._observe_error(exc)
                 self._gone += 1
                 consecutive_gone += 1
                 need_list = True
@@ -329,6 +340,7 @@ class Informer(Generic[T]):
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                self._observe_error(exc)
                 self._errors += 1
                 delay = self._backoff.next_delay()
                 level = logging.WARNING if isinstance(exc, ApiError) else logging.ERROR
@@ -341,7 +353,15 @@ class Informer(Generic[T]):
                     exc,
                     exc_info=not isinstance(exc, ApiError),
                 )
+                need_list = need_list or self._relist_after_error
                 await self._sleep(delay)
+
+    def _observe_error(self, exc: Exception) -> None:
+        if self.on_error is not None:
+            try:
+                self.on_error(self.name, exc)
+            except Exception:
+                log.exception("on_error observer failed resource=%s", self.name)
 
     def _selectors(self) -> builtins.list[tuple[str, str]]:
         query: builtins.list[tuple[str, str]] = []
@@ -367,10 +387,10 @@ class Informer(Generic[T]):
             if not token:
                 break
         self._lists += 1
-        if self.on_list is not None:
-            self.on_list(self.name)
         self._replace(items)
         self._resource_version = resource_version
+        if self.on_list is not None:  # once the listing's handlers have run
+            self.on_list(self.name)
         log.info(
             "listed resource=%s objects=%d resourceVersion=%s",
             self.name,

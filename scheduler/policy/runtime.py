@@ -1,8 +1,12 @@
 """The PreemptionPolicy machinery of one scheduler process, wired in one place.
 
-The app creates it before the frameworks (the evaluator reads `store`), starts it once
-the HTTP server is up, tells it when this replica starts leading, and stops it during
-shutdown. kopf is imported only when `start()` runs (scheduler.policy.controller).
+The app creates it before the frameworks (the evaluator reads `store`), starts it with
+the informers (both its tasks are long-lived tasks of the app's Supervisor: the watcher
+and the status writer), registers `readyz` as the readiness check "preemption-policies",
+tells it when this replica starts leading, and stops it during shutdown.
+
+It reads and writes on the scheduler's own connection and dispatcher: one identity
+(kubeconfig with exec plugins or token files, in-cluster token, the same server address).
 """
 
 from __future__ import annotations
@@ -11,41 +15,53 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from scheduler.client.connection import Connection
 from scheduler.client.dispatcher import Dispatcher
 from scheduler.client.errors import NotFound
 from scheduler.metrics import PolicyMetrics
 from scheduler.policy.status import StatusWriter
 from scheduler.policy.store import PolicyStore
+from scheduler.policy.sync import PolicySync
+from scheduler.policy.watcher import PolicyWatcher
+from scheduler.supervisor import Supervisor
 
-if TYPE_CHECKING:
-    from scheduler.policy.controller import PolicyController
-
-__all__ = ["PolicyRuntime"]
+__all__ = ["READINESS_CHECK", "PolicyRuntime"]
 
 log = logging.getLogger(__name__)
 
 MERGE_PATCH = "application/merge-patch+json"
+READINESS_CHECK = "preemption-policies"
 
 
 class PolicyRuntime:
     def __init__(
         self,
+        connection: Connection,
         dispatcher: Dispatcher,
         ns_labels: Callable[[str], Mapping[str, str] | None],
         *,
-        kubeconfig: str | None,
         is_leader: Callable[[], bool],
         requeue_waiting: Callable[[], None],
-        on_stop_signal: Callable[[], None] | None = None,
         metrics: PolicyMetrics | None = None,
     ) -> None:
         self._dispatcher = dispatcher
-        self._kubeconfig = kubeconfig
-        self._on_stop_signal = on_stop_signal
         metrics = metrics if metrics is not None else PolicyMetrics()
-        self.store = PolicyStore(ns_labels, metrics=metrics, on_spec_change=requeue_waiting)
+        self.metrics = metrics
+        self.sync = PolicySync()
+        self.store = PolicyStore(
+            ns_labels, metrics=metrics, on_spec_change=requeue_waiting, sync=self.sync
+        )
+        self.watcher = PolicyWatcher(connection, self.store, self.sync, metrics=metrics)
+
+        def became_current() -> None:
+            self.watcher.became_current()
+            # the preemptors refused meanwhile get their attempt now
+            requeue_waiting()
+
+        self.sync.on_current = became_current
+        metrics.synced.set_function(lambda: 1.0 if self.sync.current else 0.0)
         self.status = StatusWriter(
             self.store,
             self._patch_status,
@@ -54,30 +70,30 @@ class PolicyRuntime:
             metrics=metrics,
         )
         self.store.on_change = self.status.mark
-        self.controller: PolicyController | None = None
-        self._writer: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
 
     async def _patch_status(self, path: str, body: dict[str, Any]) -> Any:
         return await self._dispatcher.call(
             "patch", "preemptionpolicies/status", "PATCH", path, body=body, content_type=MERGE_PATCH
         )
 
-    async def start(self) -> None:
-        from scheduler.policy.controller import PolicyController
+    def readyz(self) -> str | None:
+        """The readiness check: None while the policies are in sync."""
+        return self.sync.reason()
 
-        self.controller = PolicyController(
-            self.store, self._kubeconfig, on_stop_signal=self._on_stop_signal
-        )
-        await self.controller.start()
-        self._writer = asyncio.create_task(self.status.run(), name="policy-status")
+    def start(self, supervisor: Supervisor) -> None:
+        self._tasks = [
+            supervisor.spawn("policy-watcher", self.watcher.run()),
+            supervisor.spawn("policy-status", self.status.run()),
+        ]
 
     def started_leading(self) -> None:
         self.status.mark_all()
 
     async def stop(self) -> None:
-        if self.controller is not None:
-            await self.controller.stop()
-        if self._writer is not None:
-            self._writer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._writer
+        """During shutdown (after the supervisor's begin_shutdown)."""
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task

@@ -11,6 +11,12 @@ take: per evaluation it asks the `VictimPolicy` for the preemptor's rules, then
   preemption that found no node gets the refusals appended to its message, naming the
   policies (the FailedScheduling event and the PodScheduled condition carry it).
 
+Before all of that, `refuse_all`: while the policies are not known to be current (a new
+process or leader before its first listing, a broken watch, a missing CRD) the
+evaluation stops at once, unschedulable with the reason and no victim; the nomination
+is kept (the pod was not found unhelpable), and the pod is retried when the policies are
+in sync again (the policy runtime requeues the waiting pods then).
+
 Kept apart from evaluator.py so the upstream algorithm there stays as it is; the
 evaluator only offers the `node_refusal` hook.
 """
@@ -58,6 +64,9 @@ class PolicyEvaluator(Evaluator):
     def evaluate(self, preemptor: PodInfo, *args: Any, **kwargs: Any) -> Evaluation:
         # evaluate() is synchronous and the loop runs one at a time: the rules can live
         # on the instance for its duration
+        closed = self.policy.refuse_all(preemptor)
+        if closed is not None:
+            return Evaluation(status=Status.unschedulable(closed))
         rules = self.policy.rules_for(preemptor)
         if rules is None:
             return super().evaluate(preemptor, *args, **kwargs)

@@ -1,7 +1,8 @@
 """The evaluator's view of operator preemption policies (scheduler.policy implements it).
 
 The evaluator stays pure and knows nothing of PreemptionPolicy objects: per preemption
-it asks a `VictimPolicy` for the `VictimRules` of that preemptor, consults them while it
+it asks a `VictimPolicy` whether it may preempt at all (not while the policies are not
+known), then for the `VictimRules` of that preemptor, consults them while it
 collects victims and checks the count of each node's victims, and hands them back with
 the outcome so the policy side can count (victims chosen, preemptions refused) and
 remember what cooldowns need. A dry run (explain) uses rules that record nothing.
@@ -44,6 +45,11 @@ class VictimRules(Protocol):
 
 
 class VictimPolicy(Protocol):
+    def refuse_all(self, preemptor: PodInfo, /) -> str | None:
+        """None when preemption may run under the rules; else why no pod may be a victim
+        now (the policies are not known to be current: fail closed). Asked first."""
+        ...
+
     def rules_for(self, preemptor: PodInfo, /) -> VictimRules | None:
         """The rules for this preemptor, or None when no policy applies to it."""
         ...

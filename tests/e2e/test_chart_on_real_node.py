@@ -1,9 +1,9 @@
 """The Helm chart for real: `helm install` on a cluster with a real node, the scheduler's
 pod started by a kubelet from the image built from the Dockerfile, Ready through its own
-probes, scheduling and preempting from inside the pod; a real Prometheus scraping it as
-the ServiceMonitor says, every dashboard panel answering; `helm upgrade` rolling a new
-configuration in; two scheduler pods sharing one Lease handing over when the leader's pod
-is deleted; `helm uninstall` releasing the Lease.
+probes, scheduling and preempting from inside the pod, enforcing a PreemptionPolicy; a
+real Prometheus scraping it as the ServiceMonitor says, every dashboard panel answering;
+`helm upgrade` rolling a new configuration in; two scheduler pods sharing one Lease
+handing over when the leader's pod is deleted; `helm uninstall` releasing the Lease.
 
 There is no pod network (see charts values: hostNetwork, probeHost, apiServer): the pods
 share the machine's loopback, so each release listens on a port of its own. That is also
@@ -235,6 +235,43 @@ def test_install_ready_schedules_and_preempts_from_the_pod(installed: Installed)
     assert victim is None or victim["metadata"].get("deletionTimestamp"), victim
     survivor = next(f"low-{i}" for i in range(2) if nodes[i] != node)
     assert cluster.get_pod(WORK, survivor) is not None
+
+
+def test_a_preemption_policy_is_enforced_from_the_pod(installed: Installed) -> None:
+    """The policy watcher runs in the pod on the scheduler's own connection (the chart's
+    API server address and projected token): an embedded kopf once dialled
+    kubernetes.default.svc there, unreachable without a pod network, while the pod was
+    Ready and bound pods, and no policy was enforced."""
+    cluster = installed.cluster
+    policies = "/apis/scheduling.kas.io/v1alpha1/preemptionpolicies"
+    cluster.api("POST", policies, {
+        "apiVersion": "scheduling.kas.io/v1alpha1", "kind": "PreemptionPolicy",
+        "metadata": {"name": "e2e-guard"},
+        "spec": {"preemptors": {"priorityClassNames": ["e2e-high"]},
+                 "protectedNamespaces": [WORK]},
+    })  # fmt: skip
+
+    def in_force() -> bool:
+        status = cluster.api("GET", f"{policies}/e2e-guard").get("status") or {}
+        return status.get("observedGeneration") == 1 and status.get("inForceGeneration") == 1
+
+    wait_for(in_force, timeout=60, interval=0.5, what="the policy's status from the pod")
+    assert "scheduler_preemption_policies_synced 1.0" in _metrics(installed.port)
+    # both nodes are full (the previous test): without the policy this pod would preempt
+    # the low-priority survivor; with it, it stays pending and the message says why
+    cluster.create_pod(WORK, _work_pod("guarded-high", "1500m", pc="e2e-high"))
+
+    def refused() -> bool:
+        pod = cluster.get_pod(WORK, "guarded-high") or {}
+        conds = (pod.get("status") or {}).get("conditions") or []
+        return any("PreemptionPolicy e2e-guard" in (c.get("message") or "") for c in conds)
+
+    wait_for(refused, timeout=120, interval=0.5, what="the preemptor refused by the policy")
+    for pod in cluster.list_pods(WORK):
+        assert not pod["metadata"].get("deletionTimestamp"), pod["metadata"]["name"]
+    cluster.api("DELETE", f"/api/v1/namespaces/{WORK}/pods/guarded-high?gracePeriodSeconds=0")
+    wait_for(lambda: cluster.get_pod(WORK, "guarded-high") is None, timeout=60)
+    cluster.api("DELETE", f"{policies}/e2e-guard")
 
 
 def test_prometheus_scrapes_it_and_every_dashboard_panel_answers(installed: Installed) -> None:

@@ -445,8 +445,9 @@ def test_the_plain_manifests_are_accepted_by_the_api_server(
 def test_the_service_account_may_run_the_preemption_policy_controller(
     deployed: tuple[ClusterHandle, Release], tmp_path: Path
 ) -> None:
-    """kopf as the chart's ServiceAccount (bearer token, no admin): discovery, the watch
-    and the status patch are all the chart's RBAC allows, and enough. Its own profile
+    """The policy watcher as the chart's ServiceAccount (bearer token, no admin): the
+    list, the watch, the CRD check and the status patch are all the chart's RBAC
+    allows, and enough. Its own profile
     and no Lease, so it neither competes with the chart's scheduler nor waits for it."""
     cluster, release = deployed
     sched = SchedulerProcess(

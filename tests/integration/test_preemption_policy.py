@@ -179,7 +179,7 @@ def test_a_protected_namespace_is_never_preempted_an_invalid_update_keeps_it_and
         took = time.monotonic() - started
         print(f"policy created -> in force and its status written: {took:.3f}s")
         assert took < 1.0, took
-        meta = policy(cluster, "protect")["metadata"]  # kopf itself writes nothing to it
+        meta = policy(cluster, "protect")["metadata"]  # nothing but status is written to it
         assert not meta.get("finalizers") and not any(
             "kopf" in a for a in meta.get("annotations") or {}
         )

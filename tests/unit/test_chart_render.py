@@ -500,7 +500,10 @@ EXPECTED_CLUSTER_RULES = {
     ("apps", "statefulsets"): {"get", "list", "watch"},
     ("scheduling.kas.io", "preemptionpolicies"): {"get", "list", "watch"},
     ("scheduling.kas.io", "preemptionpolicies/status"): {"patch"},
+    # its own CRD only (resourceNames): fail closed on a deletion with the CRD
+    ("apiextensions.k8s.io", "customresourcedefinitions"): {"get"},
 }
+NAMED_RULES = {("apiextensions.k8s.io", "customresourcedefinitions"): ["preemptionpolicies.scheduling.kas.io"]}
 
 
 def test_cluster_role_is_least_privilege(tmp_path: Path) -> None:
@@ -508,7 +511,10 @@ def test_cluster_role_is_least_privilege(tmp_path: Path) -> None:
     cr = one(docs, "ClusterRole")
     granted: dict[tuple[str, str], set[str]] = {}
     for rule in cr["rules"]:
-        assert "resourceNames" not in rule
+        if "resourceNames" in rule:
+            for group in rule["apiGroups"]:
+                for res in rule["resources"]:
+                    assert rule["resourceNames"] == NAMED_RULES[(group, res)]
         assert "nonResourceURLs" not in rule
         for group in rule["apiGroups"]:
             for res in rule["resources"]:

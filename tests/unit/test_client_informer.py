@@ -312,6 +312,26 @@ async def test_stream_errors_reconnect_from_the_last_version_with_growing_backof
     await h.stop()
 
 
+async def test_relist_after_error_lists_afresh_after_any_failure_and_reports_it() -> None:
+    h = Harness(relist_after_error=True)
+    errors: list[str] = []
+    lists: list[str] = []
+    h.informer.on_error = lambda name, exc: errors.append(type(exc).__name__)
+    h.informer.on_list = lambda name: lists.append(str(len(h.informer.store)))
+    h.conn.lists.append(page(pod("a", "1"), rv="5"))
+    h.conn.lists.append(page(pod("a", "1"), pod("b", "7"), rv="8"))
+    h.conn.watches.append([ServerError(503, "ServiceUnavailable")])
+    h.conn.watches.append([END])
+    h.start()
+    await h.until(lambda: len(h.conn.watch_queries) == 3)
+    # the 503 is followed by a LIST, not a watch from "5"; the clean END is not a failure
+    assert [q["resourceVersion"] for q in h.conn.watch_queries] == ["5", "8", "8"]
+    assert errors == ["ServerError"] and h.informer.statistics().lists == 2
+    assert lists == ["1", "2"]  # on_list once the listing's handlers have run
+    assert h.handler.calls[-1] == ("add", "default/b", "7")
+    await h.stop()
+
+
 async def test_a_failing_list_is_retried_and_sync_waits_for_it() -> None:
     h = Harness()
     h.conn.lists.append(ConnectionFailed("refused"))

@@ -21,7 +21,6 @@ REQUIRED_CONTRACTS = {
     "scheduler-layers",
     "cache-queue-independent",
     "only-client-imports-kubernetes-asyncio",
-    "only-policy-controller-imports-kopf",
     "only-metrics-imports-prometheus-client",
     "scheduler-ships-alone",
     "kas-dev-layers",

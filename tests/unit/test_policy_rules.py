@@ -92,7 +92,9 @@ def test_an_invalid_update_keeps_the_last_valid_version_in_force() -> None:
     assert s.in_force()["p"].max_victims == 2
     assert s.apply(policy("p", 3, maxVictimsPerPreemption=5)).ready
     assert s.in_force()["p"].max_victims == 5
-    s.delete("p")
+    s.delete("p")  # in force until the watcher's CRD check says it was an operator's
+    assert s.pending_deletions == {"p"} and s.in_force()["p"].max_victims == 5
+    s.confirm_deletions()
     assert s.in_force() == {}
 
 

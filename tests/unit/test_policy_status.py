@@ -1,16 +1,12 @@
 """The PreemptionPolicy status writer (leader only, coalesced, NotFound dropped, failures
-counted and retried), the kopf event handler's effect on the store, and the kopf login
-from a kubeconfig with relative file references."""
+counted and retried) and the counters a new replica continues. The watcher's effect on
+the store is in test_policy_fail_closed.py."""
 
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from scheduler.policy.controller import PolicyController, connection_info
 from scheduler.policy.status import StatusWriter
 from scheduler.policy.store import PolicyStore
 
@@ -108,49 +104,3 @@ def test_a_new_replica_continues_the_counters_in_status() -> None:
     o = obj("a", 3) | {"status": {"victimsChosen": 7, "preemptionsRefused": 2}}
     state = store.apply(o)
     assert (state.victims_chosen, state.preemptions_refused) == (7, 2)
-
-
-def test_the_event_handler_applies_and_deletes() -> None:
-    changes: list[str] = []
-    store = PolicyStore(lambda ns: {}, on_spec_change=lambda: changes.append("x"))
-    controller = PolicyController(store, None)
-    controller.handle({"type": None, "object": obj("a", 1)})
-    controller.handle({"type": "MODIFIED", "object": obj("a", 1)})  # a status-only update
-    assert list(store.in_force()) == ["a"] and changes == ["x"]
-    controller.handle({"type": "DELETED", "object": obj("a", 1)})
-    assert store.in_force() == {} and store.state("a") is None and changes == ["x", "x"]
-
-
-def test_login_reads_the_kubeconfig_relative_to_its_directory(tmp_path: Path) -> None:
-    (tmp_path / "ca.crt").write_text("ca")
-    (tmp_path / "kubeconfig").write_text(
-        "apiVersion: v1\ncurrent-context: c\n"
-        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
-        "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:6443',"
-        " certificate-authority: ca.crt}}]\n"
-        "users: [{name: u, user: {token: abc}}]\n"
-    )
-    import kopf
-
-    info = connection_info(str(tmp_path / "kubeconfig"), kopf.OperatorSettings())
-    assert info.server == "https://127.0.0.1:6443"
-    assert info.ca_path == str(tmp_path / "ca.crt") and info.token == "abc"
-    (tmp_path / "bad").write_text("apiVersion: v1\n")
-    with pytest.raises(kopf.LoginError, match="no current-context"):
-        connection_info(str(tmp_path / "bad"), kopf.OperatorSettings())
-
-
-def test_the_handlers_are_coroutines_so_kopf_runs_them_on_this_loop_not_in_threads() -> None:
-    import inspect
-
-    controller = PolicyController(PolicyStore(lambda ns: {}), None)
-    settings = controller._settings()
-    registry = controller._registry(settings)
-    handlers = [
-        *registry._watching.get_all_handlers(),
-        *registry._activities.get_all_handlers(),
-    ]
-    assert len(handlers) == 2
-    assert all(inspect.iscoroutinefunction(h.fn) for h in handlers)
-    assert settings.peering.standalone and not settings.posting.enabled
-    assert settings.scanning.disabled and settings.process.ultimate_exiting_timeout is None

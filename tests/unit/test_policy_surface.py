@@ -1,33 +1,39 @@
-"""Layering: kopf is imported only by scheduler/policy/controller.py (the embedded
-controller), and importing the scheduler's runtime without --preemption-policies does
-not import kopf at all."""
+"""The policy machinery runs on the scheduler's own client: no operator framework (kopf
+was replaced by the project's Informer, scheduler/policy/watcher.py) and no kubeconfig
+parser of its own (the app's wiring: test_policy_wiring.py)."""
 
 from __future__ import annotations
 
 import pathlib
-import subprocess
-import sys
 
 import scheduler
 
 PACKAGE = pathlib.Path(scheduler.__file__).parent
 
 
-def test_only_the_policy_controller_imports_kopf() -> None:
+def _imports(path: pathlib.Path) -> list[str]:
+    return [
+        line.strip()
+        for line in path.read_text().splitlines()
+        if line.lstrip().startswith(("import ", "from "))
+    ]
+
+
+def test_no_module_imports_kopf() -> None:
     offenders = [
         str(path.relative_to(PACKAGE))
         for path in PACKAGE.rglob("*.py")
-        if any(
-            line.lstrip().startswith(("import kopf", "from kopf"))
-            for line in path.read_text().splitlines()
-        )
+        if any(line.split()[1].split(".")[0] == "kopf" for line in _imports(path))
     ]
-    assert offenders == ["policy/controller.py"]
+    assert offenders == []
 
 
-def test_the_app_does_not_import_kopf_until_policies_are_enabled() -> None:
-    code = "import sys, scheduler.app; print('kopf' in sys.modules)"
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
-    assert out.stdout.strip() == "False"
+def test_the_policy_package_builds_no_connection_of_its_own() -> None:
+    """One identity: the watcher and the status writer get the app's Connection and
+    Dispatcher; nothing in scheduler/policy/ parses a kubeconfig or opens a client."""
+    for path in (PACKAGE / "policy").glob("*.py"):
+        text = path.read_text()
+        imported = {line.split()[1].split(".")[0] for line in _imports(path)}
+        assert not imported & {"yaml", "kubernetes_asyncio", "aiohttp"}, path.name
+        for call in ("Connection.connect", "Connection.from_", "Connection("):
+            assert call not in text, f"{path.name}: {call}"
