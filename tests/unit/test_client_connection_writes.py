@@ -1,19 +1,28 @@
 """Which client a Connection's writes take: the HTTP/1.1 client (client/http1.py) with
-the TLS context aiohttp's connector holds, unless a proxy is in the way."""
+the connection's own TLS context (the one aiohttp's connector got too), unless a proxy is
+in the way."""
 
 from __future__ import annotations
+
+import ssl
 
 import pytest
 
 from scheduler.client.connection import Connection
 
 
-async def test_writes_take_the_http1_client_with_the_connectors_tls_context() -> None:
+async def test_writes_take_the_http1_client_with_the_connections_tls_context() -> None:
     conn = Connection.from_token("https://127.0.0.1:6443", token="t")
     try:
-        pool = conn._writes
+        pool = conn.write_pool
         assert pool is not None
-        assert pool._ssl is conn._session.connector._ssl  # type: ignore[union-attr]
+        assert isinstance(conn.ssl_context, ssl.SSLContext)
+        assert conn.ssl_context.verify_mode == ssl.CERT_REQUIRED
+        assert conn.ssl_context.check_hostname
+        assert pool._ssl is conn.ssl_context
+        # aiohttp's connector got the same context (read here only to prove it)
+        assert conn._session.connector._ssl is conn.ssl_context  # type: ignore[union-attr]
+        assert pool.max_connections == 100
         assert (pool._host, pool._port) == ("127.0.0.1", 6443)
         assert conn._host_header == "127.0.0.1:6443"
         head = conn._write_head("application/json", "application/json")
@@ -31,5 +40,14 @@ async def test_writes_stay_on_aiohttp_behind_a_proxy(monkeypatch: pytest.MonkeyP
     try:
         assert conn._writes is None
         assert conn._options["proxy"] is not None
+    finally:
+        await conn.close()
+
+
+async def test_the_pool_gets_the_connections_max_connections() -> None:
+    conn = Connection.from_token("https://127.0.0.1:6443", token="t", max_connections=7)
+    try:
+        assert conn.write_pool is not None and conn.write_pool.max_connections == 7
+        assert conn._session.connector.limit == 7  # type: ignore[union-attr]
     finally:
         await conn.close()
