@@ -26,6 +26,7 @@ class ScriptedServer:
     _server: asyncio.Server | None = None
     _handlers: set[asyncio.Task[None]] = field(default_factory=set)
     handler_done: asyncio.Event = field(default_factory=asyncio.Event)
+    got_request: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def start(self, port: int = 0) -> ScriptedServer:
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", port)
@@ -60,6 +61,7 @@ class ScriptedServer:
                         length = int(line.split(b":", 1)[1])
                 request = head + await reader.readexactly(length)
                 self.requests.append(request)
+                self.got_request.set()
                 if self.on_request is not None:
                     await self.on_request(request)
                 steps = self.answers.pop(0) if self.answers else ["hang"]
