@@ -100,6 +100,8 @@ class _Http1Connection(asyncio.Protocol):
         self._status = 0  # 0: the head of the answer is not complete yet
         self._reason = ""
         self._headers: dict[str, str] = {}
+        self._length: str | None = None  # Content-Length as sent (llhttp checks it)
+        self._coding: str | None = None  # Transfer-Encoding as sent
         self._unframed = 0  # bytes received while the head was incomplete
         self._field_bytes = 0
         self._body: list[bytes] = []
@@ -170,7 +172,13 @@ class _Http1Connection(asyncio.Protocol):
         text = value.decode("latin-1")
         previous = self._headers.get(key)
         # a repeated field is one comma-joined value (RFC 9110 5.3)
-        self._headers[key] = text if previous is None else f"{previous}, {text}"
+        joined = self._headers[key] = text if previous is None else f"{previous}, {text}"
+        if len(name) in (14, 17):  # the two framing fields, by length first: cheap
+            lowered = name.lower()
+            if lowered == b"content-length":
+                self._length = joined
+            elif lowered == b"transfer-encoding":
+                self._coding = joined
 
     def on_headers_complete(self) -> None:
         if self._complete:
@@ -180,18 +188,18 @@ class _Http1Connection(asyncio.Protocol):
         if 100 <= status < 200:
             # informational: the real answer follows (llhttp ends this one as a message)
             self._headers = {}
+            self._length = self._coding = None
             self._reason = ""
             return
         version = parser.get_http_version()
         if version not in ("1.1", "1.0"):
             raise ValueError(f"HTTP/{version} answer to an HTTP/1.1 request")
-        headers = self._headers
-        coding = _field(headers, "transfer-encoding")
+        coding = self._coding
         if coding is not None and coding.strip().lower() != "chunked":
             # we ask for no transfer coding but chunked (RFC 9112 7: only chunked is
             # understood here); llhttp would read another as an opaque body until close
             raise ValueError(f"Transfer-Encoding {coding[:80]!r} (only chunked)")
-        length = _field(headers, "content-length")
+        length = self._length
         if length is not None and int(length) > MAX_BODY:  # llhttp checked its digits
             raise ValueError(f"Content-Length {length} larger than {MAX_BODY} bytes")
         self._status = status
@@ -272,14 +280,6 @@ def _why(exc: Exception) -> str:
     return str(cause or exc)
 
 
-def _field(headers: dict[str, str], lowered: str) -> str | None:
-    """A header by its lower-case name (servers differ in case)."""
-    for name, value in headers.items():
-        if name.lower() == lowered:
-            return value
-    return None
-
-
 class Http1Pool:
     """Keep-alive connections to one server. `ssl_context` None means plain TCP.
 
@@ -343,8 +343,11 @@ class Http1Pool:
             raise ConnectionFailed("the connection pool is closed", sent=False)
         loop = asyncio.get_running_loop()
         try:
-            async with asyncio.timeout_at(deadline):
-                await self._slots.acquire()
+            if self._slots.locked():  # all busy: wait, within the request's limit
+                async with asyncio.timeout_at(deadline):
+                    await self._slots.acquire()
+            else:
+                await self._slots.acquire()  # returns at once
         except TimeoutError as exc:
             raise Timeout(
                 f"no free connection to {self._host}:{self._port} in time"
