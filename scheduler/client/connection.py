@@ -572,13 +572,12 @@ def _request_line(
     URL; the API server ends the request there, apiserver endpoints/filters/
     request_deadline.go), so a write we gave up on is not applied after we stopped
     waiting for it."""
-    params = _query_tuples(query)
+    target = f"{path}?{urlencode(_query_tuples(query))}" if query else path
     if deadline is not None:
         millis = int((deadline - now) * 1000)
         if millis < 1:  # "0" would mean no timeout at all to the server
             raise Timeout("no time left to send the request", sent=False)
-        params.append(("timeout", f"{millis}ms"))
-    target = f"{path}?{urlencode(params)}" if params else path
+        target += f"&timeout={millis}ms" if query else f"?timeout={millis}ms"
     return f"{method} {target} HTTP/1.1\r\n".encode("latin-1")
 
 

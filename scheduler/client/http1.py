@@ -91,7 +91,7 @@ class _Http1Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.idle_since = 0.0
-        self.expiry: asyncio.TimerHandle | None = None
+        self._poll: select.poll | None = None
         self._parser = httptools.HttpResponseParser(self)
         self._waiter: asyncio.Future[Http1Response] | None = None
         self._reset()
@@ -115,6 +115,10 @@ class _Http1Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # a socket transport (uvloop's do not subclass asyncio.Transport)
         self.transport = cast(asyncio.Transport, transport)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:  # for alive(): one poll object, asked before each reuse
+            self._poll = select.poll()
+            self._poll.register(sock.fileno(), select.POLLIN | select.POLLPRI)
 
     def data_received(self, data: bytes) -> None:
         waiter = self._waiter
@@ -141,8 +145,6 @@ class _Http1Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        if self.expiry is not None:
-            self.expiry.cancel()
         waiter = self._waiter
         if waiter is None or waiter.done():
             return
@@ -229,15 +231,12 @@ class _Http1Connection(asyncio.Protocol):
         still be in the socket."""
         if not self.open():
             return False
-        assert self.transport is not None
-        sock = self.transport.get_extra_info("socket")
-        if sock is None:
+        if self._poll is None:
             return True
         try:
-            readable, _, failed = select.select([sock.fileno()], [], [sock.fileno()], 0)
-        except (OSError, ValueError):
+            return not self._poll.poll(0)  # any event: readable, hung up or in error
+        except OSError:
             return False
-        return not readable and not failed
 
     def send(self, data: bytes) -> asyncio.Future[Http1Response]:
         assert self.transport is not None
@@ -251,9 +250,6 @@ class _Http1Connection(asyncio.Protocol):
 
     def close(self) -> None:
         self.closed = True
-        if self.expiry is not None:
-            self.expiry.cancel()
-            self.expiry = None
         if self.transport is not None:
             self.transport.close()
 
@@ -310,6 +306,7 @@ class Http1Pool:
         self.idle_timeout = idle_timeout
         self._slots = asyncio.Semaphore(max_connections)
         self._idle: collections.deque[_Http1Connection] = collections.deque()
+        self._sweeper: asyncio.TimerHandle | None = None
         self._busy = 0
         self._closed = False
 
@@ -357,9 +354,6 @@ class Http1Pool:
         try:
             while self._idle:
                 conn = self._idle.pop()  # the most recently used: the likeliest alive
-                if conn.expiry is not None:
-                    conn.expiry.cancel()
-                    conn.expiry = None
                 if conn.alive() and loop.time() - conn.idle_since < self.idle_timeout:
                     self._busy += 1
                     return conn
@@ -385,8 +379,9 @@ class Http1Pool:
         else:
             loop = asyncio.get_running_loop()
             conn.idle_since = loop.time()
-            conn.expiry = loop.call_later(self.idle_timeout, self._expire, conn)
             self._idle.append(conn)
+            if self._sweeper is None:
+                self._sweeper = loop.call_later(self.idle_timeout, self._sweep)
         self._slots.release()
 
     def discard(self, conn: _Http1Connection) -> None:
@@ -394,13 +389,19 @@ class Http1Pool:
         conn.close()
         self._slots.release()
 
-    def _expire(self, conn: _Http1Connection) -> None:
-        conn.expiry = None
-        try:
-            self._idle.remove(conn)
-        except ValueError:
-            return  # taken meanwhile
-        conn.close()
+    def _sweep(self) -> None:
+        """Close the idle connections past idle_timeout (the oldest are on the left),
+        and come back when the next one expires: one timer per pool, not one per
+        request."""
+        self._sweeper = None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        idle = self._idle
+        while idle and (idle[0].closed or now - idle[0].idle_since >= self.idle_timeout):
+            idle.popleft().close()
+        if idle and not self._closed:
+            wait = idle[0].idle_since + self.idle_timeout - now
+            self._sweeper = loop.call_later(wait, self._sweep)
 
     async def exchange(
         self, conn: _Http1Connection, data: bytes, deadline: float | None
@@ -453,5 +454,8 @@ class Http1Pool:
 
     def close(self) -> None:
         self._closed = True
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
         while self._idle:
             self._idle.pop().close()
