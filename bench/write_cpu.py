@@ -1,6 +1,6 @@
 """CPU per write of the scheduler's write client, against a local API server.
 
-    python bench/write_cpu.py [--requests 600] [--rounds 3] [--compare TREE]
+    python -m bench.write_cpu [--requests 600] [--rounds 3] [--compare TREE]
                               [--kubeconfig FILE] [--cpu N]
 
 Each measurement is a fresh process pinned to one core (`--cpu`, default the highest this
