@@ -5,10 +5,13 @@ in the way."""
 from __future__ import annotations
 
 import ssl
+from pathlib import Path
 
 import pytest
+from kubernetes_asyncio import client as k8s_client
 
-from scheduler.client.connection import Connection
+from kas_dev.cluster.pki import make_pki
+from scheduler.client.connection import Connection, tls_context
 
 
 async def test_writes_take_the_http1_client_with_the_connections_tls_context() -> None:
@@ -51,3 +54,20 @@ async def test_the_pool_gets_the_connections_max_connections() -> None:
         assert conn._session.connector.limit == 7  # type: ignore[union-attr]
     finally:
         await conn.close()
+
+
+def test_the_tls_context_follows_the_loaded_configuration(tmp_path: Path) -> None:
+    pki = make_pki(tmp_path)
+    configuration = k8s_client.Configuration(host="https://127.0.0.1:6443")
+    configuration.ssl_ca_cert = str(pki.ca_cert)
+    configuration.cert_file = str(pki.admin_cert)
+    configuration.key_file = str(pki.admin_key)
+    context = tls_context(configuration)
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    # the cluster CA is the one trusted (the system's are not loaded beside a CA file;
+    # the client certificate is proven against the API server by the integration tests,
+    # whose kubeconfig authenticates with one)
+    assert len(context.get_ca_certs()) == 1
+    configuration.verify_ssl = False  # insecure-skip-tls-verify
+    insecure = tls_context(configuration)
+    assert insecure.verify_mode == ssl.CERT_NONE and not insecure.check_hostname
