@@ -352,7 +352,8 @@ class SchedulerMetrics:
             "(its last successful renewal started renewDeadline ago or more; e.g. the "
             "process was frozen): binds ('create pods/binding'), victim DELETEs "
             "('delete pods'), pod status patches ('patch pods/status') and VolumeBinding's "
-            "PV/PVC updates ('update persistentvolumes', 'update persistentvolumeclaims').",
+            "PV/PVC updates ('update persistentvolumes', 'update persistentvolumeclaims') and "
+            "PreemptionPolicy status patches ('patch preemptionpolicies/status').",
             ["operation"],
             namespace=ns,
             registry=r,

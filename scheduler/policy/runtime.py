@@ -58,9 +58,11 @@ class PolicyRuntime:
         self._writer: asyncio.Task[None] | None = None
 
     async def _patch_status(self, path: str, body: dict[str, Any]) -> Any:
+        # a leader-only write: fenced as a bind is, and ending with the lease
         return await self._dispatcher.call(
-            "patch", "preemptionpolicies/status", "PATCH", path, body=body, content_type=MERGE_PATCH
-        )
+            "patch", "preemptionpolicies/status", "PATCH", path, body=body,
+            content_type=MERGE_PATCH, fenced=True,
+        )  # fmt: skip
 
     async def start(self) -> None:
         from scheduler.policy.controller import PolicyController
