@@ -351,9 +351,9 @@ class SchedulerMetrics:
             "Leader-only writes not sent because the leader lease was not surely held "
             "(its last successful renewal started renewDeadline ago or more; e.g. the "
             "process was frozen): binds ('create pods/binding'), victim DELETEs "
-            "('delete pods'), pod status patches ('patch pods/status') and VolumeBinding's "
-            "PV/PVC updates ('update persistentvolumes', 'update persistentvolumeclaims') and "
-            "PreemptionPolicy status patches ('patch preemptionpolicies/status').",
+            "('delete pods'), pod status patches ('patch pods/status'), VolumeBinding's "
+            "PV/PVC updates ('update persistentvolumes', 'update persistentvolumeclaims') "
+            "and PreemptionPolicy status patches ('patch preemptionpolicies/status').",
             ["operation"],
             namespace=ns,
             registry=r,
