@@ -129,7 +129,9 @@ class DispatcherSettings:
     retry_max, jittered."""
     retry_max: float = 5.0
     retry_after_max: float = 10.0
-    """longest wait for a server's Retry-After (the API server asks for 1 s)."""
+    """longest wait for a server's Retry-After (the API server asks for 1 s when it sheds
+    load or shuts down: apiserver server/filters maxinflight.go, priority-and-fairness.go,
+    with_retry_after.go)."""
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     """seconds for one attempt (also sent as the server-side timeout)."""
 
