@@ -116,7 +116,7 @@ class _Http1Connection(asyncio.Protocol):
         # a socket transport (uvloop's do not subclass asyncio.Transport)
         self.transport = cast(asyncio.Transport, transport)
         sock = transport.get_extra_info("socket")
-        if sock is not None:  # for alive(): one poll object, asked before each reuse
+        if sock is not None and hasattr(select, "poll"):  # for alive(): asked before reuse
             self._poll = select.poll()
             self._poll.register(sock.fileno(), select.POLLIN | select.POLLPRI)
 
@@ -308,6 +308,7 @@ class Http1Pool:
         self._idle: collections.deque[_Http1Connection] = collections.deque()
         self._sweeper: asyncio.TimerHandle | None = None
         self._busy = 0
+        self.opened = 0  # connections made so far (reuse keeps this low)
         self._closed = False
 
     @property
@@ -366,6 +367,7 @@ class Http1Pool:
                     f"no connection to {self._host}:{self._port} in time", sent=False
                 ) from exc
             self._busy += 1
+            self.opened += 1
             return conn
         except BaseException:
             self._slots.release()
