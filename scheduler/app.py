@@ -138,6 +138,9 @@ class SchedulerApp:
                 DispatcherSettings(qps=cc.qps, burst=cc.burst),
                 on_request=lambda verb, res, code: api_requests(verb, res, code).inc(),
                 on_latency=lambda verb, res, s: api_request_duration(verb, res).observe(s),
+                on_failed=lambda verb, res, why: m.api_write_failures.labels(
+                    verb=verb, resource=res, reason=why
+                ).inc(),
             )
 
         self.dispatcher = dispatcher(self.connection)
@@ -152,6 +155,7 @@ class SchedulerApp:
             on_closed=lambda op: m.lease_fenced_writes.labels(operation=op).inc()
         )
         self.dispatcher.fence = self.fence.open
+        self.dispatcher.lease_deadline = self.fence.held_until
         self.events = EventRecorder(
             self.dispatcher,
             reporting_controller=self.profile_names[0],

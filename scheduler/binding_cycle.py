@@ -127,6 +127,9 @@ class BindingCycles:
                     await self._wait_at_permit(fwk, waiting, permit_timeout)
                 st = await fwk.run_pre_bind(state, assumed, node)
                 if not st.ok:
+                    if isinstance(st.error, LeaseNotHeld):  # VolumeBinding's PV/PVC writes
+                        self._fenced(a)
+                        return
                     raise PreBindFailed(st.message())
                 if not self._fence(FENCED_BIND):
                     self._fenced(a)

@@ -178,6 +178,15 @@ class LeaseFence:
         self.elector = elector
         self._on_closed = on_closed
 
+    def held_until(self) -> float | None:
+        """Until when (the elector's monotonic clock) the lease is surely held: the
+        deadline of a leader-only write (a write sent under the lease must not commit
+        after another replica could take it over). None without leader election."""
+        elector = self.elector
+        if elector is None:
+            return None
+        return elector.held_until
+
     def open(self, operation: str) -> bool:
         elector = self.elector
         if elector is None or elector.holds_lease():
@@ -241,6 +250,12 @@ class LeaderElector:
         less than renewDeadline ago (monotonic). Cheap: one clock read, one comparison;
         called right before every leader-only write."""
         return self._leading and self._clock.now() < self._held_until
+
+    @property
+    def held_until(self) -> float:
+        """The monotonic time until which holds_lease() is true while we lead (0 when
+        we do not)."""
+        return self._held_until if self._leading else 0.0
 
     def nudge(self) -> None:
         """A writer found the fence closed: wake the renew loop now (it steps down when

@@ -279,6 +279,17 @@ class SchedulerMetrics:
             namespace=ns,
             registry=r,
         )
+        self.api_write_failures = Counter(
+            "api_write_failures_total",
+            "API calls of the dispatcher that failed for good (after any retries), by "
+            "verb, resource and reason: 'unknown_outcome' (sent, then timed out or cut "
+            "off: it may have been applied; never sent again), 'not_sent' (no connection "
+            "in time), 'fenced' (not sent: the leader lease), 'throttled' (429), "
+            "'server_error' (5xx), 'rejected' (4xx).",
+            ["verb", "resource", "reason"],
+            namespace=ns,
+            registry=r,
+        )
         self.api_request_duration = Histogram(
             "api_request_duration_seconds",
             "Latency of API server requests made by the dispatcher, including client-side "
@@ -340,7 +351,9 @@ class SchedulerMetrics:
             "Leader-only writes not sent because the leader lease was not surely held "
             "(its last successful renewal started renewDeadline ago or more; e.g. the "
             "process was frozen): binds ('create pods/binding'), victim DELETEs "
-            "('delete pods') and pod status patches ('patch pods/status').",
+            "('delete pods'), pod status patches ('patch pods/status'), VolumeBinding's "
+            "PV/PVC updates ('update persistentvolumes', 'update persistentvolumeclaims') "
+            "and PreemptionPolicy status patches ('patch preemptionpolicies/status').",
             ["operation"],
             namespace=ns,
             registry=r,

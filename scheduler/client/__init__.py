@@ -2,8 +2,11 @@
 
 - `connection`: one authenticated session, raw JSON requests and watch streams.
 - `informer`: Informer[T] (LIST+WATCH into a store of records, handlers, 410 re-list).
+- `http1`: the keep-alive HTTP/1.1 client of the writes (llhttp framing, size caps, a
+  bounded pool with idle expiry and a liveness check before reuse).
 - `dispatcher`: every write (bind, status patch, delete, event, lease) with QPS/burst,
-  a concurrency bound and safe retries.
+  a concurrency bound, the lease fence and deadline, and safe retries (`retries`:
+  client-go's rule of which failed calls may be sent again).
 - `events`: EventRecorder, fire-and-forget events aggregated into series.
 - `errors`: the error tree, chosen by HTTP status.
 """

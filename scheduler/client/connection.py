@@ -1,8 +1,10 @@
 """One authenticated session to the kube-apiserver, and raw JSON over it.
 
-kubernetes_asyncio is used for what it is good at: kubeconfig / in-cluster loading,
-TLS verified against the cluster CA (in its connector), bearer tokens (read and
-refreshed by its hooks) and one pooled aiohttp session. Requests do not go through its
+kubernetes_asyncio is used for what it is good at: kubeconfig / in-cluster loading
+(the CA, client certificate, server name and token it finds) and bearer tokens (read and
+refreshed by its hooks). The TLS context is built here from that configuration
+(`tls_context`) and given to both clients: aiohttp's connector (reads, watches, writes
+behind a proxy) and the HTTP/1.1 pool of http1.py (writes). Requests do not go through its
 `ApiClient.call_api`: that generic machinery (header and parameter sanitizing, model
 serialization, a dozen keyword hops per call) cost more than the request itself on the
 bind path (docs/performance.md). `_send` puts the request on the library's session
@@ -19,6 +21,7 @@ proxy and TLS server name, and the body encoded by `json_codec`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import ssl
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
@@ -35,8 +38,8 @@ from kubernetes_asyncio import config as k8s_config
 from yarl import URL
 
 from scheduler.client import json_codec
-from scheduler.client.errors import ApiError, api_errors, error_from_response
-from scheduler.client.http1 import Http1Pool
+from scheduler.client.errors import ApiError, Timeout, api_errors, error_from_response
+from scheduler.client.http1 import Http1Pool, Http1Response
 
 __all__ = [
     "JSON",
@@ -76,8 +79,12 @@ is considered dead (an apiserver gone without a FIN)."""
 # task suspended between the dispatcher's own check and the write (a TLS handshake for a
 # new pooled connection, a full pool) - or a process frozen there (SIGSTOP, a VM pause)
 # and thawed after its lease ran out - is stopped here instead of sending. It raises to
-# refuse (scheduler.client.errors.LeaseNotHeld).
-LAST_CHECK: ContextVar[Callable[[], None] | None] = ContextVar("kas_last_check", default=None)
+# refuse (scheduler.client.errors.LeaseNotHeld), and returns how many seconds the
+# request may still take (the lease's sure validity; None: no bound): the HTTP/1.1 path
+# ends the request there and tells the server so (the `timeout` query parameter).
+LAST_CHECK: ContextVar[Callable[[], float | None] | None] = ContextVar(
+    "kas_last_check", default=None
+)
 
 
 async def _run_last_check(*_: object) -> None:
@@ -142,7 +149,9 @@ class Connection:
     """An ApiClient plus raw JSON helpers. Build it with one of the classmethods and
     `await close()` it at shutdown (or use `async with`)."""
 
-    def __init__(self, api_client: k8s_client.ApiClient) -> None:
+    def __init__(
+        self, api_client: k8s_client.ApiClient, ssl_context: ssl.SSLContext | None = None
+    ) -> None:
         self.api_client = api_client
         configuration = api_client.configuration
         rest = api_client.rest_client
@@ -164,10 +173,14 @@ class Connection:
         self._writes: Http1Pool | None = None
         self._write_heads: dict[tuple[str, str], bytes] = {}
         self._host_header = ""
+        https = urlsplit(self._base_url).scheme == "https"
+        if ssl_context is None and https:
+            ssl_context = tls_context(configuration)
+        self._ssl_context = ssl_context if https else None
         if "proxy" not in self._options:
             self._writes = _write_pool(
                 self._base_url,
-                self._session.connector,
+                self._ssl_context,
                 rest.server_hostname,
                 configuration.connection_pool_maxsize,
             )
@@ -260,12 +273,14 @@ class Connection:
         configuration.connection_pool_maxsize = max_connections
         api_client = k8s_client.ApiClient(configuration)
         api_client.user_agent = user_agent
-        # the library's session, again with the same connector (TLS, pool size) and read
-        # buffer, plus the last-moment check (LAST_CHECK)
+        # the library's session, again, with a connector of ours: the TLS context built
+        # here (the same one the HTTP/1.1 writes use), the same pool size and read
+        # buffer, plus the last-moment check (LAST_CHECK). The library's own connector
+        # never opened a connection: dropped with its session.
+        context = tls_context(configuration)
         rest = api_client.rest_client
-        session: aiohttp.ClientSession = rest.pool_manager
-        connector = session.connector
-        session.detach()
+        rest.pool_manager.detach()
+        connector = aiohttp.TCPConnector(limit=max_connections, ssl=context)
         rest.pool_manager = aiohttp.ClientSession(
             connector=connector,
             # not trust_env: with it aiohttp looks up ~/.netrc and the proxy variables
@@ -279,11 +294,21 @@ class Connection:
             read_bufsize=2**21,
             trace_configs=[_last_check_trace()],
         )
-        return cls(api_client)
+        return cls(api_client, context)
 
     @property
     def host(self) -> str:
         return str(self.api_client.configuration.host)
+
+    @property
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The TLS context both clients use (None for a plain-HTTP server)."""
+        return self._ssl_context
+
+    @property
+    def write_pool(self) -> Http1Pool | None:
+        """The HTTP/1.1 client of the writes (None behind a proxy)."""
+        return self._writes
 
     async def close(self) -> None:
         if self._writes is not None:
@@ -389,21 +414,31 @@ class Connection:
         request_timeout: float | None,
     ) -> Response:
         """A write on the HTTP/1.1 client (http1.py); the same answers and errors as
-        the aiohttp path."""
-        target = path + "?" + urlencode(_query_tuples(query)) if query else path
+        the aiohttp path. The request line is written last, once the request holds its
+        connection and LAST_CHECK has passed: its `timeout` is what is left of the
+        request's own limit and of the lease's validity at that moment."""
         data = b"" if body is None else body if isinstance(body, bytes) else json_codec.dumps(body)
-        parts = [
-            f"{method} {target} HTTP/1.1\r\n".encode("latin-1"),
-            self._write_head(content_type, JSON),
-        ]
         with api_errors():
             authorization = await self._authorization()
+        parts = [b"", self._write_head(content_type, JSON)]
         if authorization:
             parts.append(f"Authorization: {authorization}\r\n".encode("latin-1"))
         parts.append(b"Content-Length: %d\r\n\r\n" % len(data))
-        response = await pool.request(
-            b"".join(parts), data, limit=request_timeout, last_check=LAST_CHECK.get()
-        )
+        parts.append(data)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + request_timeout if request_timeout else None
+        conn = await pool.acquire(deadline)
+        check = LAST_CHECK.get()
+        try:
+            bound = check() if check is not None else None
+            now = loop.time()
+            if bound is not None:
+                deadline = now + bound if deadline is None else min(deadline, now + bound)
+            parts[0] = _request_line(method, path, query, deadline, now)
+        except BaseException:
+            pool.release(conn)  # nothing was written on it
+            raise
+        response: Http1Response = await pool.exchange(conn, b"".join(parts), deadline)
         if not 200 <= response.status <= 299:
             raise error_from_response(
                 response.status, response.body, response.headers, http_reason=response.reason
@@ -428,6 +463,9 @@ class Connection:
         pool = self._writes
         if pool is not None and method in _WRITES and _UNSAFE_IN_PATH.isdisjoint(path):
             return await self._write(pool, method, path, query, body, content_type, request_timeout)
+        if method in _WRITES and request_timeout:
+            # the server ends the write when we stop waiting (see _request_line)
+            query = [*_query_tuples(query), ("timeout", f"{max(1, int(request_timeout * 1000))}ms")]
         response = await self._send(
             method,
             path,
@@ -526,6 +564,23 @@ class Connection:
             response.close()
 
 
+def _request_line(
+    method: str, path: str, query: Query | None, deadline: float | None, now: float
+) -> bytes:
+    """`METHOD path?query HTTP/1.1`, with the time left before `deadline` as the
+    server-side `timeout` (client-go sets it from its request timeout: rest/request.go
+    URL; the API server ends the request there, apiserver endpoints/filters/
+    request_deadline.go), so a write we gave up on is not applied after we stopped
+    waiting for it."""
+    target = f"{path}?{urlencode(_query_tuples(query))}" if query else path
+    if deadline is not None:
+        millis = int((deadline - now) * 1000)
+        if millis < 1:  # "0" would mean no timeout at all to the server
+            raise Timeout("no time left to send the request", sent=False)
+        target += f"&timeout={millis}ms" if query else f"?timeout={millis}ms"
+    return f"{method} {target} HTTP/1.1\r\n".encode("latin-1")
+
+
 def _parse_event(line: bytes) -> dict[str, Any] | None:
     line = line.strip()
     if not line:
@@ -539,31 +594,44 @@ def _parse_event(line: bytes) -> dict[str, Any] | None:
     return event
 
 
+def tls_context(configuration: k8s_client.Configuration) -> ssl.SSLContext:
+    """The TLS context of the loaded configuration, by the rules kubernetes_asyncio's
+    own connector follows (client/rest.py RESTClientObject): the cluster CA (the system's
+    when none is given), the client certificate and key (a kubeconfig's data fields and
+    an exec plugin's answer are files by now), no verification only when the
+    configuration says so (insecure-skip-tls-verify)."""
+    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
+    if configuration.cert_file:
+        context.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
+    if not configuration.verify_ssl:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if configuration.disable_strict_ssl_verification:
+        context.verify_flags &= ~ssl.VERIFY_X509_STRICT
+    return context
+
+
 def _write_pool(
     base_url: str,
-    connector: aiohttp.BaseConnector | None,
+    context: ssl.SSLContext | None,
     server_hostname: str | None,
     max_connections: int | None,
 ) -> Http1Pool | None:
-    """The HTTP/1.1 client for writes, with the TLS context of aiohttp's connector (the
-    cluster CA and any client certificate kubernetes_asyncio loaded into it); None when
-    that context is not an SSLContext we can reuse (then writes stay on aiohttp)."""
+    """The HTTP/1.1 client for writes: the connection's TLS context, and as many
+    connections as aiohttp's connector may open (max_connections); None for a URL it
+    cannot serve (then writes stay on aiohttp)."""
     parts = urlsplit(base_url)
     if parts.hostname is None or parts.scheme not in ("http", "https"):
         return None
-    context: ssl.SSLContext | None = None
-    if parts.scheme == "https":
-        candidate = getattr(connector, "_ssl", None)
-        if not isinstance(candidate, ssl.SSLContext):
-            return None
-        context = candidate
+    if parts.scheme == "https" and context is None:
+        return None
     port = parts.port or (443 if parts.scheme == "https" else 80)
     return Http1Pool(
         parts.hostname,
         port,
-        ssl_context=context,
+        ssl_context=context if parts.scheme == "https" else None,
         server_hostname=server_hostname or None,
-        max_idle=max_connections or 100,
+        max_connections=max_connections or 100,
     )
 
 

@@ -5,12 +5,20 @@ kube-scheduler:
 
 - a token bucket (clientConnection qps/burst, default 50/100) taken before each attempt;
 - a bound on requests in flight (a semaphore);
-- retries with capped, jittered backoff only where they are safe: 429 (honouring the
-  server's retry-after), 5xx and transport errors. 4xx answers (409 Conflict, 404
-  NotFound, 403 Forbidden, 422 Invalid, ...) are final and raised at once;
+- retries only where they are safe, as client-go (`retries.may_retry`): a 429 or 5xx
+  whose answer carries Retry-After (waiting that long, capped at retry_after_max), and a
+  transport failure before anything was sent (backoff). A write that was sent and then
+  timed out or lost its connection is not sent again: the caller gets the error (the
+  outcome is unknown; it re-reads). 4xx answers, and 5xx without Retry-After, are final;
+- a deadline per attempt: the request timeout, and for a fenced write also the end of
+  the lease's sure validity (`lease_deadline`), carried to the server as client-go
+  carries its timeout (the `timeout` query parameter): a write sent under our lease
+  cannot commit after another replica could have taken it over;
 - an `on_request(verb, resource, code)` callback per attempt (code "<error>" when no
-  answer came), for scheduler_api_requests_total, and `on_latency(verb, resource, s)`
-  (from the wait for a token to the answer) for scheduler_api_request_duration_seconds;
+  answer came), for scheduler_api_requests_total, `on_latency(verb, resource, s)`
+  (from the wait for a token to the answer) for scheduler_api_request_duration_seconds,
+  and `on_failed(verb, resource, why)` once per call that fails for good
+  (scheduler_api_write_failures_total; `why` from `failure_kind`);
 - `statistics().pending_calls`: calls not finished yet (waiting for a token, a slot or a
   retry, or on the wire), for scheduler_api_dispatcher_pending_calls.
 
@@ -35,6 +43,7 @@ from typing import Any
 
 from scheduler.client.backoff import Backoff
 from scheduler.client.connection import (
+    DEFAULT_REQUEST_TIMEOUT,
     JSON,
     LAST_CHECK,
     MERGE_PATCH,
@@ -43,7 +52,14 @@ from scheduler.client.connection import (
     Query,
     Response,
 )
-from scheduler.client.errors import ApiError, Conflict, LeaseNotHeld
+from scheduler.client.errors import (
+    AlreadyExists,
+    ApiError,
+    Conflict,
+    LeaseNotHeld,
+    TransportError,
+)
+from scheduler.client.retries import may_retry
 from scheduler.clock import SYSTEM_CLOCK, Clock
 
 __all__ = [
@@ -51,6 +67,7 @@ __all__ = [
     "DispatcherSettings",
     "DispatcherStatistics",
     "TokenBucket",
+    "failure_kind",
 ]
 
 log = logging.getLogger(__name__)
@@ -108,8 +125,15 @@ class DispatcherSettings:
     max_attempts: int = 5
     """attempts per call when the failure is retryable (1 = no retries)."""
     retry_initial: float = 0.2
-    """seconds before the first retry; doubles to retry_max, jittered."""
+    """seconds before the first retry of a request that was not sent; doubles to
+    retry_max, jittered."""
     retry_max: float = 5.0
+    retry_after_max: float = 10.0
+    """longest wait for a server's Retry-After (the API server asks for 1 s when it sheds
+    load or shuts down: apiserver server/filters maxinflight.go, priority-and-fairness.go,
+    with_retry_after.go)."""
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    """seconds for one attempt (also sent as the server-side timeout)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +147,23 @@ class DispatcherStatistics:
 
 RequestCallback = Callable[[str, str, str], None]
 LatencyCallback = Callable[[str, str, float], None]
+FailedCallback = Callable[[str, str, str], None]
+
+
+def failure_kind(error: ApiError) -> str:
+    """Why a call failed for good, for scheduler_api_write_failures_total: 'fenced' (not
+    sent: the lease), 'not_sent' (no connection), 'unknown_outcome' (sent, no whole
+    answer: it may have been applied), 'throttled' (429), 'server_error' (5xx and other
+    unexpected statuses), 'rejected' (4xx)."""
+    if isinstance(error, LeaseNotHeld):
+        return "fenced"
+    if isinstance(error, TransportError):
+        return "unknown_outcome" if error.sent else "not_sent"
+    if error.status == 429:
+        return "throttled"
+    if error.transient:
+        return "server_error"
+    return "rejected"
 
 
 class Dispatcher:
@@ -133,6 +174,7 @@ class Dispatcher:
         *,
         on_request: RequestCallback | None = None,
         on_latency: LatencyCallback | None = None,
+        on_failed: FailedCallback | None = None,
         clock: Clock = SYSTEM_CLOCK,
         sleep: Sleep = asyncio.sleep,
         rand: Callable[[], float] = random.random,
@@ -143,6 +185,7 @@ class Dispatcher:
         self._slots = asyncio.Semaphore(self.settings.max_in_flight)
         self._on_request = on_request
         self._on_latency = on_latency
+        self._on_failed = on_failed
         self._clock = clock
         self._sleep = sleep
         self._rand = rand
@@ -153,6 +196,9 @@ class Dispatcher:
         # called with "verb resource" right before each attempt is sent; False means
         # the attempt is not sent and the call raises LeaseNotHeld (see app.py)
         self.fence: Callable[[str], bool] | None = None
+        # until when (self's clock) the lease is surely held, for the deadline of a fenced
+        # write (leader.LeaseFence.held_until); None: no bound (no leader election)
+        self.lease_deadline: Callable[[], float | None] | None = None
 
     # ---- the one path every call takes ------------------------------------------
     async def call(
@@ -167,18 +213,28 @@ class Dispatcher:
         content_type: str = JSON,
         retry: bool = True,
         fenced: bool = False,
+        idempotent: bool | None = None,
     ) -> Response:
         """One API call with rate limit, concurrency bound and safe retries.
         `verb`/`resource` are the metric labels ("create", "pods/binding"). A `fenced`
         call checks `self.fence` after the rate limiter and the concurrency slot, the
         last moment before the request leaves: a wait there must not carry a write
-        past the end of our lease."""
+        past the end of our lease; its deadline ends with the lease's sure validity.
+        `idempotent` (default: GET only) lets a call that was sent be sent again after
+        a transport failure (retries.may_retry)."""
         self._calls += 1
         self._pending += 1
+        if idempotent is None:
+            idempotent = method == "GET"
         try:
             return await self._attempts(
-                verb, resource, method, path, query, body, content_type, retry, fenced
-            )
+                verb, resource, method, path, query, body, content_type, retry, fenced,
+                idempotent,
+            )  # fmt: skip
+        except ApiError as exc:
+            if self._on_failed is not None:
+                self._on_failed(verb, resource, failure_kind(exc))
+            raise
         finally:
             self._pending -= 1
 
@@ -193,8 +249,10 @@ class Dispatcher:
         content_type: str,
         retry: bool,
         fenced: bool,
+        idempotent: bool,
     ) -> Response:
         attempts = self.settings.max_attempts if retry else 1
+        guarded = fenced and (self.fence is not None or self.lease_deadline is not None)
         backoff: Backoff | None = None  # built at the first retry: most calls need none
         attempt = 0
         while True:
@@ -203,17 +261,22 @@ class Dispatcher:
             await self._bucket.acquire(self._sleep)
             try:
                 async with self._slots:
-                    if fenced and self.fence is not None and not self.fence(f"{verb} {resource}"):
-                        raise LeaseNotHeld(f"{verb} {resource}")
+                    operation = f"{verb} {resource}"
+                    timeout = self.settings.request_timeout
+                    if fenced:
+                        timeout = self._lease_bound(operation, timeout)
                     self._in_flight += 1
                     last_check = (
-                        LAST_CHECK.set(partial(self._recheck, f"{verb} {resource}"))
-                        if fenced and self.fence is not None
-                        else None
+                        LAST_CHECK.set(partial(self._recheck, operation)) if guarded else None
                     )
                     try:
                         response = await self.connection.request_raw(
-                            method, path, query=query, body=body, content_type=content_type
+                            method,
+                            path,
+                            query=query,
+                            body=body,
+                            content_type=content_type,
+                            request_timeout=timeout,
                         )
                     finally:
                         self._in_flight -= 1
@@ -224,18 +287,22 @@ class Dispatcher:
                 raise  # nothing was sent: no request metric, no retry
             except ApiError as exc:
                 self._observe(verb, resource, exc.code, started)
-                if not exc.retryable or attempt >= attempts:
+                if not may_retry(exc, idempotent=idempotent) or attempt >= attempts:
                     self._failures += 1
                     exc.attempts = attempt
                     raise
-                if backoff is None:
-                    backoff = Backoff(
-                        self.settings.retry_initial,
-                        self.settings.retry_max,
-                        jitter=0.5,
-                        rand=self._rand,
-                    )
-                delay = max(backoff.next_delay(), exc.retry_after or 0.0)
+                if exc.retry_after is not None and not isinstance(exc, TransportError):
+                    # the server asked: wait as long as it said, as client-go does
+                    delay = min(exc.retry_after, self.settings.retry_after_max)
+                else:
+                    if backoff is None:
+                        backoff = Backoff(
+                            self.settings.retry_initial,
+                            self.settings.retry_max,
+                            jitter=0.5,
+                            rand=self._rand,
+                        )
+                    delay = backoff.next_delay()
                 self._retries += 1
                 log.info(
                     "retrying API call verb=%s resource=%s attempt=%d delay=%.2fs error=%s",
@@ -250,10 +317,25 @@ class Dispatcher:
             self._observe(verb, resource, str(response.status), started)
             return response
 
-    def _recheck(self, operation: str) -> None:
-        """The fence once more, when the request holds its connection (LAST_CHECK)."""
+    def _lease_bound(self, operation: str, timeout: float) -> float:
+        """A fenced attempt: the fence must be open, and the attempt's timeout ends
+        with the lease's sure validity."""
+        remaining = self._recheck(operation)
+        return timeout if remaining is None else min(timeout, remaining)
+
+    def _recheck(self, operation: str) -> float | None:
+        """The fence (before the attempt, and once more when the request holds its
+        connection: LAST_CHECK); the seconds the lease stays surely held (None: no
+        bound). Raises LeaseNotHeld when it is not."""
         if self.fence is not None and not self.fence(operation):
             raise LeaseNotHeld(operation)
+        held_until = self.lease_deadline() if self.lease_deadline is not None else None
+        if held_until is None:
+            return None
+        remaining = held_until - self._clock.now()
+        if remaining <= 0:
+            raise LeaseNotHeld(operation)
+        return remaining
 
     def _observe(self, verb: str, resource: str, code: str, started: float) -> None:
         if self._on_request is not None:
@@ -337,31 +419,49 @@ class Dispatcher:
     # ---- volumes (VolumeBinding's PreBind) ------------------------------------------
     async def update_pv(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         """PUT the PersistentVolume as given: its resourceVersion makes a concurrent
-        change answer 409 (Conflict), as upstream's binder relies on."""
+        change answer 409 (Conflict), as upstream's binder relies on. Fenced as a bind
+        is: VolumeBinding's PreBind writes it for the pod this leader placed."""
         body = {**raw, "apiVersion": "v1", "kind": "PersistentVolume"}
         path = f"/api/v1/persistentvolumes/{raw['metadata']['name']}"
-        return (await self.call("update", "persistentvolumes", "PUT", path, body=body)).body
+        response = await self.call(
+            "update", "persistentvolumes", "PUT", path, body=body, fenced=True
+        )
+        return response.body
 
     async def update_pvc(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         meta = raw["metadata"]
         body = {**raw, "apiVersion": "v1", "kind": "PersistentVolumeClaim"}
         path = f"/api/v1/namespaces/{meta['namespace']}/persistentvolumeclaims/{meta['name']}"
-        return (await self.call("update", "persistentvolumeclaims", "PUT", path, body=body)).body
+        response = await self.call(
+            "update", "persistentvolumeclaims", "PUT", path, body=body, fenced=True
+        )
+        return response.body
 
     # ---- events -------------------------------------------------------------------
     async def create_event(self, event: dict[str, Any]) -> dict[str, Any]:
         """POST an events.k8s.io/v1 Event (built by EventRecorder, which aggregates
-        repeats into series; this is the raw write)."""
+        repeats into series; this is the raw write). Best effort, as upstream's event
+        broadcaster: the Event has a fixed name, so it is sent again after a transport
+        failure too, and an AlreadyExists on a later attempt is our own earlier create."""
         namespace = event["metadata"]["namespace"]
         path = f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
-        response = await self.call("create", "events", "POST", path, body=event)
+        try:
+            response = await self.call(
+                "create", "events", "POST", path, body=event, idempotent=True
+            )
+        except AlreadyExists as exc:
+            if exc.attempts > 1:
+                return event
+            raise
         return response.body
 
     async def patch_event(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
         path = f"/apis/events.k8s.io/v1/namespaces/{namespace}/events/{name}"
+        # the series' absolute count and time: sending it twice changes nothing
         response = await self.call(
-            "patch", "events", "PATCH", path, body=patch, content_type=MERGE_PATCH
-        )
+            "patch", "events", "PATCH", path, body=patch, content_type=MERGE_PATCH,
+            idempotent=True,
+        )  # fmt: skip
         return response.body
 
     # ---- leases (no retries here: the elector has its own retry period) -----------

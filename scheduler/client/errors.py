@@ -22,8 +22,12 @@ ApiError(status, reason, message)
     └── ConnectionFailed  refused, reset, TLS failure, a stream cut mid-body
 ```
 
-`retryable` says whether the dispatcher may retry the call: 429, 5xx and transport
-errors are; 4xx answers are final.
+`transient` says whether the failure is of a kind a later attempt may not meet (429, 5xx,
+no answer) rather than a refusal (4xx). Whether a call may be sent again is a separate,
+stricter question (a write may have taken effect): `scheduler.client.retries.may_retry`.
+A `TransportError` says whether any byte of the request may have reached the server
+(`sent`): False only when the failure came before the request was written (no
+connection could be made or taken in time).
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ class ApiError(Exception):
     """An API call failed. `status` is the HTTP status (0 when none arrived), `reason`
     the Status reason (e.g. "NotFound", "AlreadyExists") and `message` its message."""
 
-    retryable = False
+    transient = False
     attempts = 1
     """How many attempts the dispatcher made before giving up with this error."""
 
@@ -122,18 +126,23 @@ class Gone(ApiError):
 
 
 class TooManyRequests(ApiError):
-    retryable = True
+    transient = True
 
 
 class ServerError(ApiError):
-    retryable = True
+    transient = True
 
 
 class TransportError(ApiError):
-    retryable = True
+    """No (whole) answer. `sent` is False only when nothing of the request was written:
+    the connect failed or timed out, or no pooled connection came free in time. True
+    otherwise, conservatively: the server may have received and applied the request."""
 
-    def __init__(self, message: str) -> None:
+    transient = True
+
+    def __init__(self, message: str, *, sent: bool = True) -> None:
         super().__init__(0, type(self).__name__, message)
+        self.sent = sent
 
 
 class Timeout(TransportError):
@@ -188,8 +197,10 @@ def _retry_after(
     if headers:
         value = headers.get("Retry-After")
         if value is not None:
+            # whole seconds only, as client-go's retryAfterSeconds (strconv.Atoi: an
+            # HTTP-date or a fraction is no Retry-After at all)
             try:
-                return max(0.0, float(value))
+                return float(max(0, int(value.strip(), 10)))
             except ValueError:
                 return None
     return None
@@ -232,6 +243,11 @@ def translate(exc: BaseException) -> ApiError:
         return error_from_response(
             exc.status, None, dict(exc.headers or {}), http_reason=exc.message
         )
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        # the connection (or the proxy's, or its TLS handshake) failed: nothing was sent
+        return ConnectionFailed(str(exc) or type(exc).__name__, sent=False)
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return Timeout(str(exc) or "connect timed out", sent=False)
     if isinstance(exc, TimeoutError | aiohttp.ServerTimeoutError):
         return Timeout(str(exc) or "timed out")
     if isinstance(exc, aiohttp.ClientPayloadError):

@@ -502,7 +502,7 @@ class EventRecorder:
                 entry.key[0].name,
                 exc,
             )
-            if not exc.retryable:
+            if not exc.transient:
                 # refused (404 namespace gone, 403, 422...): resending cannot help
                 self._aggregator.forget(entry)
                 if entry.sent_count == 0 or op.kind == "patch":

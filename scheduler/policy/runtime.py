@@ -73,9 +73,11 @@ class PolicyRuntime:
         self._tasks: list[asyncio.Task[Any]] = []
 
     async def _patch_status(self, path: str, body: dict[str, Any]) -> Any:
+        # a leader-only write: fenced as a bind is, and ending with the lease
         return await self._dispatcher.call(
-            "patch", "preemptionpolicies/status", "PATCH", path, body=body, content_type=MERGE_PATCH
-        )
+            "patch", "preemptionpolicies/status", "PATCH", path, body=body,
+            content_type=MERGE_PATCH, fenced=True,
+        )  # fmt: skip
 
     def readyz(self) -> str | None:
         """The readiness check: None while the policies are in sync."""

@@ -151,3 +151,33 @@ async def test_the_proxy_of_the_environment_is_read_when_the_connection_is_built
         with pytest.raises(ConnectionFailed):
             await proxied.request("GET", "/api/v1/nodes", query={"limit": 1})
         assert (await direct.request("GET", "/api/v1/nodes", query={"limit": 1}))["items"]
+
+
+async def test_writes_over_tls_reuse_one_connection_and_carry_a_server_timeout(
+    cluster: ClusterHandle,
+) -> None:
+    """Against the real API server over TLS with the kubeconfig's client certificate: the
+    TLS context built from the configuration is accepted, an idle connection passes the
+    liveness check (a server's TLS session tickets are not taken for unread data), and
+    the `timeout` parameter each write carries is accepted on every kind of write."""
+    ns = cluster.create_namespace(f"reuse-{uuid.uuid4().hex[:6]}")
+    cluster.create_pod(ns, pod_manifest("p", scheduler_name="nobody"))
+    async with await Connection.from_kubeconfig(cluster.kubeconfig) as conn:
+        pool = conn.write_pool
+        assert pool is not None and conn.ssl_context is not None
+        for i in range(5):
+            await conn.request(
+                "PATCH",
+                f"/api/v1/namespaces/{ns}/pods/p/status",
+                body={"status": {"nominatedNodeName": f"kwok-node-{i}"}},
+                content_type=STRATEGIC_MERGE_PATCH,
+            )
+        await conn.request(
+            "POST",
+            f"/api/v1/namespaces/{ns}/pods/p/binding",
+            body={"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"},
+                  "target": {"apiVersion": "v1", "kind": "Node", "name": "kwok-node-1"}},
+        )  # fmt: skip
+        await conn.request("DELETE", f"/api/v1/namespaces/{ns}/pods/p")
+        assert pool.opened == 1
+        assert pool.idle_connections == 1

@@ -11,13 +11,17 @@ import pytest
 from scheduler.client.connection import MERGE_PATCH, STRATEGIC_MERGE_PATCH, Response
 from scheduler.client.dispatcher import Dispatcher, DispatcherSettings, TokenBucket
 from scheduler.client.errors import (
+    AlreadyExists,
     ApiError,
     Conflict,
     ConnectionFailed,
     Forbidden,
+    LeaseNotHeld,
     NotFound,
     ServerError,
+    Timeout,
     TooManyRequests,
+    TransportError,
 )
 from tests.unit.fake_clock import FakeClock
 
@@ -69,6 +73,7 @@ class FakeConnection:
     def __init__(self, *answers: Response | Exception) -> None:
         self.answers: deque[Response | Exception] = deque(answers)
         self.calls: list[dict[str, Any]] = []
+        self.timeouts: list[float | None] = []
 
     async def request_raw(
         self,
@@ -78,11 +83,13 @@ class FakeConnection:
         query: Any = None,
         body: Any = None,
         content_type: str = "application/json",
+        request_timeout: float | None = None,
         **_: Any,
     ) -> Response:
         self.calls.append(
             {"method": method, "path": path, "body": body, "content_type": content_type}
         )
+        self.timeouts.append(request_timeout)
         answer = self.answers.popleft()
         if isinstance(answer, Exception):
             raise answer
@@ -147,22 +154,74 @@ async def test_final_answers_are_not_retried(error: ApiError) -> None:
     assert seen == [("create", "pods/binding", str(error.status))]
 
 
-async def test_throttling_server_and_transport_errors_are_retried_with_backoff() -> None:
+async def test_what_the_server_asked_to_retry_and_what_was_not_sent_are_retried() -> None:
     d, _, sleep, seen = make(
         TooManyRequests(429, "TooManyRequests", "slow down", retry_after=3.0),
-        ServerError(503, "ServiceUnavailable"),
-        ConnectionFailed("refused"),
+        ServerError(503, "ServiceUnavailable", retry_after=1.0),
+        ConnectionFailed("refused", sent=False),
         ok(200, {"metadata": {"name": "p"}}),
     )
     body = await d.patch_pod_status("ns", "p", {"status": {"nominatedNodeName": None}})
     assert body == {"metadata": {"name": "p"}}
-    assert sleep.delays == [3.0, 0.4, 0.8]  # retry-after wins over the 0.2 backoff
+    # the server's Retry-After as it said; the backoff (0.2, jitter 0) for the refusal
+    assert sleep.delays == [3.0, 1.0, 0.2]
     assert [code for _, _, code in seen] == ["429", "503", "<error>", "200"]
     assert d.statistics().retries == 3
 
 
+async def test_a_retry_after_longer_than_the_cap_is_capped() -> None:
+    d, _, sleep, _ = make(
+        TooManyRequests(429, "TooManyRequests", retry_after=600.0), ok(), retry_after_max=7.0
+    )
+    await d.delete_pod("ns", "p")
+    assert sleep.delays == [7.0]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ServerError(500, "InternalError", "etcd timed out"),  # no Retry-After
+        ServerError(503, "ServiceUnavailable"),
+        TooManyRequests(429, "TooManyRequests"),  # client-go: 429 needs it too
+        Timeout("no complete HTTP answer in time"),  # sent: may have been applied
+        ConnectionFailed("connection closed before the whole answer"),
+    ],
+    ids=["500", "503", "429", "timeout after send", "cut after send"],
+)
+async def test_a_write_is_not_sent_again_unless_safe(error: ApiError) -> None:
+    failed: list[tuple[str, str, str]] = []
+    d, conn, sleep, _ = make(error, ok())
+    d._on_failed = lambda *args: failed.append(args)
+    with pytest.raises(type(error)):
+        await d.bind("ns", "p", "u", "n")
+    assert len(conn.calls) == 1
+    assert sleep.delays == []
+    why = "unknown_outcome" if isinstance(error, TransportError) else (
+        "throttled" if error.status == 429 else "server_error"
+    )
+    assert failed == [("create", "pods/binding", why)]
+
+
+async def test_an_event_is_sent_again_after_a_transport_failure_and_its_copy_counts() -> None:
+    d, conn, _, _ = make(
+        Timeout("no complete HTTP answer in time"),
+        AlreadyExists(409, "AlreadyExists", "events \"e\" already exists"),
+    )
+    event = {"metadata": {"namespace": "ns", "name": "e"}}
+    assert await d.create_event(event) == event  # our first attempt created it
+    assert len(conn.calls) == 2
+
+
+async def test_an_event_that_already_existed_at_the_first_attempt_is_an_error() -> None:
+    d, _, _, _ = make(AlreadyExists(409, "AlreadyExists", "exists"))
+    with pytest.raises(AlreadyExists):
+        await d.create_event({"metadata": {"namespace": "ns", "name": "e"}})
+
+
 async def test_retries_stop_after_max_attempts() -> None:
-    d, conn, _, _ = make(*[ServerError(500, "InternalError")] * 3, max_attempts=3)
+    d, conn, _, _ = make(
+        *[ServerError(500, "InternalError", retry_after=1.0)] * 3, max_attempts=3
+    )
     with pytest.raises(ServerError) as info:
         await d.delete_pod("ns", "p")
     assert info.value.attempts == 3
@@ -170,8 +229,9 @@ async def test_retries_stop_after_max_attempts() -> None:
 
 
 async def test_a_retried_bind_that_meets_its_own_success_counts_as_bound() -> None:
+    # a 503 with Retry-After is sent again; the first one may have been applied after all
     d, _, _, _ = make(
-        ConnectionFailed("reset after send"),
+        ServerError(503, "ServiceUnavailable", retry_after=1.0),
         Conflict(409, "Conflict", 'pod p is already assigned to node "node-a"'),
     )
     await d.bind("ns", "p", "u", "node-a")
@@ -179,11 +239,37 @@ async def test_a_retried_bind_that_meets_its_own_success_counts_as_bound() -> No
 
 async def test_a_retried_bind_that_meets_another_node_is_still_a_conflict() -> None:
     d, _, _, _ = make(
-        ConnectionFailed("reset after send"),
+        ConnectionFailed("refused", sent=False),
         Conflict(409, "Conflict", 'pod p is already assigned to node "node-b"'),
     )
     with pytest.raises(Conflict):
         await d.bind("ns", "p", "u", "node-a")
+
+
+async def test_volume_writes_are_fenced_and_bounded_by_the_lease() -> None:
+    d, conn, _, _ = make(ok(), ok())
+    clock = d._clock
+    asked: list[str] = []
+    d.fence = lambda op: asked.append(op) is None
+    d.lease_deadline = lambda: clock.now() + 4.0
+    await d.update_pv({"metadata": {"name": "pv1", "resourceVersion": "3"}})
+    await d.update_pvc({"metadata": {"name": "c", "namespace": "ns", "resourceVersion": "4"}})
+    assert asked == ["update persistentvolumes", "update persistentvolumeclaims"]
+    assert conn.timeouts == [4.0, 4.0]
+
+
+async def test_a_fenced_write_gets_the_lease_validity_as_its_deadline() -> None:
+    d, conn, _, _ = make(ok(), ok(), ok())
+    clock = d._clock
+    held_until = clock.now() + 2.5
+    d.lease_deadline = lambda: held_until
+    await d.bind("ns", "p", "u", "n")  # fenced: 2.5 s left of the lease
+    await d.create_event({"metadata": {"namespace": "ns", "name": "e"}})  # not fenced
+    assert conn.timeouts == [2.5, 30.0]
+    clock.advance(3.0)  # past the lease's sure validity: nothing is sent
+    with pytest.raises(LeaseNotHeld):
+        await d.bind("ns", "q", "u", "n")
+    assert len(conn.calls) == 2
 
 
 async def test_status_patch_is_a_strategic_merge_patch_keeping_nulls() -> None:

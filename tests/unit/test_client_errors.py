@@ -6,6 +6,7 @@ import json
 
 import aiohttp
 import pytest
+from aiohttp.client_reqrep import ConnectionKey
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from scheduler.client import errors
@@ -21,11 +22,13 @@ from scheduler.client.errors import (
     ServerError,
     Timeout,
     TooManyRequests,
+    TransportError,
     Unauthorized,
     api_errors,
     error_from_response,
     translate,
 )
+from scheduler.client.retries import may_retry
 
 
 def status_body(code: int, reason: str, message: str = "m", **details: object) -> bytes:
@@ -79,7 +82,18 @@ def test_retry_after_comes_from_status_details_then_the_header() -> None:
 
 
 @pytest.mark.parametrize(
-    ("exc", "retryable"),
+    ("value", "seconds"),
+    [("2", 2.0), (" 7 ", 7.0), ("-1", 0.0), ("1.5", None), ("Wed, 21 Oct 2026 07:28:00 GMT", None)],
+)
+def test_a_retry_after_header_counts_only_as_whole_seconds(
+    value: str, seconds: float | None
+) -> None:
+    # client-go's retryAfterSeconds: strconv.Atoi, anything else is no Retry-After
+    assert error_from_response(503, b"busy", {"Retry-After": value}).retry_after == seconds
+
+
+@pytest.mark.parametrize(
+    ("exc", "transient"),
     [
         (error_from_response(429, None), True),
         (error_from_response(500, None), True),
@@ -90,10 +104,30 @@ def test_retry_after_comes_from_status_details_then_the_header() -> None:
         (error_from_response(403, None), False),
     ],
 )
-def test_only_throttling_server_and_transport_errors_are_retryable(
-    exc: ApiError, retryable: bool
+def test_only_throttling_server_and_transport_errors_are_transient(
+    exc: ApiError, transient: bool
 ) -> None:
-    assert exc.retryable is retryable
+    assert exc.transient is transient
+
+
+@pytest.mark.parametrize(
+    ("exc", "write", "read"),
+    [
+        (error_from_response(429, None, {"Retry-After": "1"}), True, True),
+        (error_from_response(503, None, {"Retry-After": "1"}), True, True),
+        (error_from_response(500, status_body(500, "InternalError", retryAfterSeconds=2)), True, True),
+        (error_from_response(429, None), False, False),
+        (error_from_response(500, None), False, False),
+        (error_from_response(409, None, {"Retry-After": "1"}), False, False),
+        (ConnectionFailed("refused", sent=False), True, True),
+        (Timeout("no free connection in time", sent=False), True, True),
+        (Timeout("no answer in time"), False, True),
+        (ConnectionFailed("closed before the whole answer"), False, True),
+    ],
+)
+def test_may_retry_is_client_gos_rule(exc: ApiError, write: bool, read: bool) -> None:
+    assert may_retry(exc) is write
+    assert may_retry(exc, idempotent=True) is read
 
 
 def test_an_api_exception_of_kubernetes_asyncio_translates_with_its_body() -> None:
@@ -102,6 +136,25 @@ def test_an_api_exception_of_kubernetes_asyncio_translates_with_its_body() -> No
     err = translate(original)
     assert isinstance(err, Conflict)
     assert err.message == "the object has been modified"
+
+
+@pytest.mark.parametrize(
+    ("original", "sent"),
+    [
+        (aiohttp.ClientConnectorError(ConnectionKey("h", 1, False, False, None, None, None, None),
+                                      ConnectionRefusedError(111, "refused")), False),
+        (aiohttp.ConnectionTimeoutError("connect"), False),
+        (aiohttp.SocketTimeoutError("read"), True),
+        (aiohttp.ServerDisconnectedError(), True),
+        (TimeoutError(), True),
+    ],
+)
+def test_a_translated_transport_failure_says_whether_the_request_was_sent(
+    original: BaseException, sent: bool
+) -> None:
+    err = translate(original)
+    assert isinstance(err, TransportError)
+    assert err.sent is sent
 
 
 @pytest.mark.parametrize(

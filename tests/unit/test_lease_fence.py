@@ -154,6 +154,19 @@ async def test_a_follower_is_fenced_but_not_nudged() -> None:
     await task
 
 
+async def schedule_one_pod(loop: Any, queue: Any) -> Any:
+    """A pod through the scheduling cycle and its binding cycle."""
+    from tests.unit.builders import make_pod
+
+    p = make_pod("web").obj()
+    queue.add(p)
+    info = await queue.pop()
+    assert info is not None
+    loop.schedule_one(info)
+    await loop.drain_binds(5.0)
+    return p
+
+
 def test_without_leader_election_the_fence_is_always_open() -> None:
     assert LeaseFence().open(FENCED_BIND)
 
@@ -161,8 +174,6 @@ def test_without_leader_election_the_fence_is_always_open() -> None:
 async def test_the_binding_cycle_sends_no_bind_when_the_fence_is_closed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from tests.unit.builders import make_pod
-
     loop, queue, events, m, fwk = build_loop()
     binds: list[str] = []
 
@@ -178,12 +189,7 @@ async def test_the_binding_cycle_sends_no_bind_when_the_fence_is_closed(
         return False
 
     loop.binding._fence = closed
-    p = make_pod("web").obj()
-    queue.add(p)
-    info = await queue.pop()
-    assert info is not None
-    loop.schedule_one(info)
-    await loop.drain_binds(5.0)
+    p = await schedule_one_pod(loop, queue)
     assert binds == [] and asked == [FENCED_BIND]
     assert not loop.cache.is_assumed(p) and loop.cache.get_pod(p.uid) is None
     assert queue.where(p.uid) == "backoff"  # requeued, not lost
@@ -194,8 +200,6 @@ async def test_the_binding_cycle_sends_no_bind_when_the_fence_is_closed(
 async def test_the_binding_cycle_treats_the_dispatchers_refusal_as_fenced(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from tests.unit.builders import make_pod
-
     loop, queue, events, _, fwk = build_loop()
 
     async def refused(state: Any, pod: Any, node: str) -> Status:
@@ -203,12 +207,7 @@ async def test_the_binding_cycle_treats_the_dispatchers_refusal_as_fenced(
         return Status.from_error(err, plugin="DefaultBinder")
 
     monkeypatch.setattr(fwk, "run_bind", refused)
-    p = make_pod("web").obj()
-    queue.add(p)
-    info = await queue.pop()
-    assert info is not None
-    loop.schedule_one(info)
-    await loop.drain_binds(5.0)
+    p = await schedule_one_pod(loop, queue)
     assert not loop.cache.is_assumed(p)
     assert queue.where(p.uid) == "backoff"
     assert events.sent == []
@@ -273,3 +272,28 @@ async def test_the_executor_checks_the_fence_before_each_victim_delete() -> None
     assert not ok
     assert h.api.called("delete") == []
     assert asked[-1] == FENCED_DELETE
+
+
+async def test_a_prebind_write_refused_by_the_fence_is_fenced_not_failed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """VolumeBinding's PreBind writes PVs and PVCs through the dispatcher, fenced like the
+    bind: a refusal there requeues the pod quietly, as a refused bind does."""
+    loop, queue, events, m, fwk = build_loop()
+    binds: list[str] = []
+
+    async def pre_bind(state: Any, pod: Any, node: str) -> Status:
+        return Status.from_error(LeaseNotHeld("update persistentvolumes"), plugin="VolumeBinding")
+
+    async def bind(state: Any, pod: Any, node: str) -> Status:
+        binds.append(pod.name)
+        return Status.success()
+
+    monkeypatch.setattr(fwk, "run_pre_bind", pre_bind)
+    monkeypatch.setattr(fwk, "run_bind", bind)
+    p = await schedule_one_pod(loop, queue)
+    assert binds == []
+    assert not loop.cache.is_assumed(p)
+    assert queue.where(p.uid) == "backoff"
+    assert events.sent == []
+    assert attempts(m, "error") == 0.0

@@ -34,6 +34,7 @@ OWN_NAMES = [
     "scheduler_leader_election_is_leader",
     "scheduler_pod_status_patches_total",
     "scheduler_events_dropped_total",
+    "scheduler_api_write_failures_total",
 ]
 
 
