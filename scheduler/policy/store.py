@@ -28,7 +28,7 @@ from scheduler.policy.rules import CombinedRules, NamespaceLabels, applies_to, o
 from scheduler.policy.spec import PolicyError, PolicySpec, parse_policy
 from scheduler.preemption.victim_policy import VictimRules
 
-__all__ = ["DryRunPolicy", "PolicyState", "PolicyStore"]
+__all__ = ["PolicyState", "PolicyStore"]
 
 log = logging.getLogger(__name__)
 
@@ -162,10 +162,6 @@ class PolicyStore:
             if now - at >= longest:
                 del self._last_preempted[key]
 
-    def dry_run(self) -> DryRunPolicy:
-        """The same rules, recording nothing (explain)."""
-        return DryRunPolicy(self)
-
 
 def _seed_counters(state: PolicyState, status: Any) -> None:
     """A new leader (or a restart) continues the counts its predecessor wrote."""
@@ -178,16 +174,3 @@ def _seed_counters(state: PolicyState, status: Any) -> None:
         value = status.get(field_name)
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             setattr(state, attr, value)
-
-
-class DryRunPolicy:
-    def __init__(self, store: PolicyStore) -> None:
-        self._store = store
-
-    def rules_for(self, preemptor: PodInfo, /) -> CombinedRules | None:
-        return self._store.rules_for(preemptor)
-
-    def record(
-        self, preemptor: PodInfo, rules: VictimRules, victims: tuple[PodInfo, ...] | None, /
-    ) -> None:
-        return None

@@ -13,7 +13,7 @@ from typing import Protocol
 
 from scheduler.model.pod import PodInfo
 
-__all__ = ["VictimPolicy", "VictimRules"]
+__all__ = ["VictimPolicy", "VictimRules", "recording_nothing"]
 
 
 class VictimRules(Protocol):
@@ -54,3 +54,23 @@ class VictimPolicy(Protocol):
         """The evaluation ended: `victims` of the decision, or None when it found no node
         (a refusal, if the rules refused anything)."""
         ...
+
+
+class _RecordingNothing:
+    def __init__(self, policy: VictimPolicy) -> None:
+        self._policy = policy
+
+    def rules_for(self, preemptor: PodInfo, /) -> VictimRules | None:
+        return self._policy.rules_for(preemptor)
+
+    def record(
+        self, preemptor: PodInfo, rules: VictimRules, victims: tuple[PodInfo, ...] | None, /
+    ) -> None:
+        return None
+
+
+def recording_nothing(policy: VictimPolicy) -> VictimPolicy:
+    """The same rules as `policy`, but outcomes are not recorded: a dry run (explain)
+    leaves the counters and the cooldown memory as they are. (The rules object itself
+    notes refusals for its own summary; it lives for one evaluation.)"""
+    return _RecordingNothing(policy)
