@@ -27,6 +27,7 @@ preemption dry run. Their sum is reported (`Timed.busy`) for the gate's budget.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -43,6 +44,8 @@ from scheduler.model.pod import PodInfo
 from scheduler.preemption.default_preemption import DefaultPreemption
 
 __all__ = ["STEP_ENTRIES", "DryRunner", "Now", "Plan"]
+
+log = logging.getLogger(__name__)
 
 # node entries copied into the snapshot per step: about 5 ms of the event loop at the
 # 5000-node, 15,000-pod size (a full build is 80-160 ms there)
@@ -104,19 +107,27 @@ class DryRunner:
             self._running = False
 
     async def _evaluate(self, fwk: Framework, pod: PodInfo) -> Timed[Now]:
-        busy = 0.0
+        busy = longest = 0.0
+        steps = 0
         snapshot = self._snapshot
         while True:
             started = time.perf_counter()
             remaining = self._cache.refresh_snapshot(snapshot, self._step)
-            busy += time.perf_counter() - started
+            took = time.perf_counter() - started
+            busy, longest, steps = busy + took, max(longest, took), steps + 1
             if not remaining:
                 break
             await asyncio.sleep(0)
         # from here to the end no await: the snapshot and the answer stay consistent
         started = time.perf_counter()
         now = self._decide(fwk, pod, snapshot)
-        busy += time.perf_counter() - started
+        took = time.perf_counter() - started
+        busy, longest = busy + took, max(longest, took)
+        log.info(
+            "explain evaluated pod=%s result=%s busy_ms=%.1f longest_step_ms=%.1f"
+            " snapshot_steps=%d",
+            pod.key, now.result, busy * 1000, longest * 1000, steps,
+        )  # fmt: skip
         return Timed(now, busy)
 
     def _decide(self, fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Now:
