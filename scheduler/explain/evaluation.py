@@ -11,8 +11,9 @@ What it reads and what it writes:
   only this snapshot (the loop's `update_snapshot` purges the cache's node tombstones:
   called from here, the loop's snapshot kept a deleted node and pods were bound to it).
   The snapshot is built and refreshed in steps of `STEP_ENTRIES` node entries with the
-  event loop given back between steps; it lives as long as the explainer (a second copy
-  of the cluster's nodes and pods in memory, paid once explain is first used);
+  event loop given back between steps; it is a second copy of the cluster's nodes and
+  pods in memory, kept while explain is used and dropped after `KEEP_IDLE` seconds
+  without a dry run;
 - the nominator, the framework's plugins, the PDB lister and the policies: read only.
   Two memos that plugins fill while they read (NodeResourcesFit's interned rejection
   Statuses, the volume assume cache dropping an assumption the informer already moved
@@ -50,6 +51,8 @@ log = logging.getLogger(__name__)
 # node entries copied into the snapshot per step: about 5 ms of the event loop at the
 # 5000-node, 15,000-pod size (a full build is 80-160 ms there)
 STEP_ENTRIES = 200
+# explain's snapshot is dropped after this many seconds without a dry run
+KEEP_IDLE = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,13 +87,16 @@ class DryRunner:
         *,
         wall: Callable[[], float] = time.time,
         step_entries: int = STEP_ENTRIES,
+        keep_idle: float = KEEP_IDLE,
     ) -> None:
         self._cache = cache
         self._nominator = nominator
         self._wall = wall
         self._step = step_entries
+        self._keep_idle = keep_idle
         self._snapshot = Snapshot()
         self._running = False
+        self._release: asyncio.TimerHandle | None = None
 
     @property
     def snapshot(self) -> Snapshot:
@@ -101,10 +107,19 @@ class DryRunner:
         if self._running:
             raise RuntimeError("explain's dry runs do not overlap (the gate runs one at a time)")
         self._running = True
+        if self._release is not None:
+            self._release.cancel()
         try:
             return await self._evaluate(fwk, pod)
         finally:
             self._running = False
+            self._release = asyncio.get_running_loop().call_later(self._keep_idle, self._drop)
+
+    def _drop(self) -> None:
+        """Unused for `keep_idle` seconds: give the copy's memory back (the next dry run
+        builds it again, in steps)."""
+        self._snapshot = Snapshot()
+        self._release = None
 
     async def _evaluate(self, fwk: Framework, pod: PodInfo) -> Timed[Now]:
         busy = longest = 0.0

@@ -167,3 +167,16 @@ async def test_the_dry_run_leaves_the_cache_and_the_loops_snapshot_as_they_were(
     w.cache.update_snapshot(loops)
     assert "empty" not in loops.node_names()
     await asyncio.sleep(0)
+
+
+async def test_the_copy_is_dropped_after_keep_idle_and_built_again_when_asked() -> None:
+    w = world(nodes=3)
+    runner = DryRunner(w.cache, w.nominator, keep_idle=0.05)
+    await runner.evaluate(w.framework, high())
+    assert runner.snapshot.num_nodes == 3
+    dropped = asyncio.Event()
+    asyncio.get_running_loop().call_later(0.2, dropped.set)
+    await dropped.wait()
+    assert runner.snapshot.num_nodes == 0
+    timed = await runner.evaluate(w.framework, high())
+    assert runner.snapshot.num_nodes == 3 and timed.value.result == "Unschedulable"
