@@ -14,8 +14,9 @@ follows its Lease with a watch (tests/lease_watch.py).
 
 Each round schedules `--schedule` pods of 100m twice: once alone, once while waves of
 `--calls` concurrent GET /explain calls (call i asks about target i mod `--targets`)
-are fired back to back until the pods are bound. Throughput is bound pods over the
-seconds from the first create to the last bind seen (both phases create the same way).
+start every `--wave-interval` seconds (1 s; 0: back to back) until the pods are bound.
+Throughput is bound pods over the seconds from the first create to the last bind seen
+(both phases create the same way).
 Reported as a table: leader changes (0 wanted), the longest renewal gap (< 2 s
 wanted), throughput alone and with explain (within 10% wanted), explain answers by
 HTTP status, and the longest event-loop step an evaluation took (from the scheduler's
@@ -157,6 +158,7 @@ class Figures:
     scheduler_exited: bool
     longest_step_ms: float
     evaluations: int
+    calls: int = 0
 
     def table(self) -> str:
         alone = [p for p in self.phases if p.label == "alone"]
@@ -173,7 +175,7 @@ class Figures:
                                     f"{self.renewals} renewals)"),
             ("throughput alone", f"{a:.1f} pods/s"),
             ("throughput with explain", f"{b:.1f} pods/s ({(b / a - 1) * 100:+.1f}%)"),
-            ("explain waves", str(sum(p.waves for p in loaded))),
+            ("explain waves", f"{sum(p.waves for p in loaded)} of {self.calls} calls"),
             ("explain answers", ", ".join(f"{k}: {v}" for k, v in sorted(answers.items()))),
             ("slowest explain answer", f"{max(p.slowest_answer for p in loaded):.2f} s"),
             ("evaluations", str(self.evaluations)),
@@ -230,6 +232,7 @@ class Bench:
     targets: int
     rounds: int
     base: Path
+    wave_interval: float = 1.0
     progress: Any = print
 
     async def run(self) -> Figures:
@@ -271,6 +274,7 @@ class Bench:
                         scheduler_exited=proc.poll() is not None,
                         longest_step_ms=max(steps, default=0.0),
                         evaluations=len(steps),
+                        calls=self.calls,
                     )
         finally:
             if watcher is not None:
@@ -360,8 +364,11 @@ class Bench:
             phase.slowest_answer = max(phase.slowest_answer, time.monotonic() - t)
 
         while not stop.is_set():
+            next_wave = time.monotonic() + self.wave_interval
             await asyncio.gather(*(one(i) for i in range(self.calls)))
             phase.waves += 1
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), max(0.0, next_wave - time.monotonic()))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -372,6 +379,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=200, help="concurrent explain calls")
     parser.add_argument("--targets", type=int, default=200, help="distinct pods explained")
     parser.add_argument("--rounds", type=int, default=1, help="alone/explain phase pairs")
+    parser.add_argument(
+        "--wave-interval", type=float, default=1.0, help="seconds between wave starts (0: none)"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args(argv)
@@ -381,8 +391,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.pods < 0:
         parser.error("--pods must not be negative")
     base = Path(tempfile.mkdtemp(prefix="kas-explain-load-"))
+    if args.wave_interval < 0:
+        parser.error("--wave-interval must not be negative")
     bench = Bench(args.nodes, args.pods, args.schedule, args.calls, args.targets, args.rounds,
-                  base, progress=lambda m: print(m, file=sys.stderr, flush=True))  # fmt: skip
+                  base, wave_interval=args.wave_interval,
+                  progress=lambda m: print(m, file=sys.stderr, flush=True))  # fmt: skip
     try:
         figures = asyncio.run(bench.run())
     finally:
