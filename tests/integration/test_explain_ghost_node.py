@@ -24,6 +24,7 @@ from tests.scheduler_process import SchedulerProcess, write_config
 pytestmark = pytest.mark.cluster
 
 PODS = 40
+HOSTNAME = "kubernetes.io/hostname"
 
 
 def test_no_pod_is_bound_to_a_node_deleted_before_an_explain(
@@ -52,6 +53,12 @@ def test_no_pod_is_bound_to_a_node_deleted_before_an_explain(
         deleted = ["empty-0", "empty-1"]
         wait_for(lambda: now_nodes() == {"busy-0", "busy-1", *deleted},
                  what="the scheduler's cache holding the four nodes")  # fmt: skip
+        # one scheduling cycle, so the loop's own snapshot holds the four nodes (kept off
+        # the empty ones, so they stay empty)
+        cluster.create_pod(ns, pod_manifest("warm", cpu="10m",
+                                            nodeSelector={HOSTNAME: "busy-0"}))  # fmt: skip
+        wait_for(lambda: (cluster.get_pod(ns, "warm") or {})["spec"].get("nodeName"),
+                 what=f"the warm-up pod bound\n{sched.tail()}")  # fmt: skip
         cluster.delete_nodes(deleted)
         # explain until its dry run no longer sees the deleted nodes: the informer has
         # delivered the deletion and no scheduling cycle ran since (nothing is pending)
@@ -69,6 +76,6 @@ def test_no_pod_is_bound_to_a_node_deleted_before_an_explain(
         nodes = wait_for(placements, timeout=120, what=f"{PODS} pods bound\n{sched.tail()}")
         ghosts = sorted(pod for pod, node in nodes.items() if node in deleted)
         assert ghosts == [], f"bound to deleted nodes: {ghosts}"
-        assert set(nodes.values()) == {"busy-0", "busy-1"}
+        assert set(nodes.values()) <= {"busy-0", "busy-1"}
     finally:
         sched.stop()
