@@ -19,7 +19,7 @@ pytestmark = pytest.mark.cluster
 def test_a_burst_of_explain_calls_neither_moves_the_leader_nor_stalls_its_renewals(
     tmp_path: Path,
 ) -> None:
-    bench = Bench(nodes=200, pods=400, schedule=200, calls=50, targets=50, rounds=1,
+    bench = Bench(nodes=200, pods=400, schedule=600, calls=50, targets=50, rounds=1,
                   base=tmp_path)  # fmt: skip
     figures = asyncio.run(bench.run())
     print(figures.table())
@@ -29,4 +29,4 @@ def test_a_burst_of_explain_calls_neither_moves_the_leader_nor_stalls_its_renewa
     answers = sum((p.answers for p in loaded), start=type(loaded[0].answers)())
     assert set(answers) <= {200, 429}, answers
     assert answers[200] >= 1 and figures.evaluations >= 1
-    assert all(p.pods == 200 and p.seconds > 0 for p in figures.phases)
+    assert all(p.pods == 600 and p.seconds > 0 for p in figures.phases)
