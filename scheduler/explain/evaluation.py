@@ -20,9 +20,10 @@ What it reads and what it writes:
   past) hold the same answers whoever fills them;
 - no metric: PostFilter's counters are PostFilter's, not `what_if`'s.
 
-The event loop is held only by the steps that cannot be split without a snapshot of
-their own to keep consistent: one snapshot step, the scheduling algorithm, the
-preemption dry run. Their sum is reported (`Timed.busy`) for the gate's budget.
+The event loop is held only by steps: one snapshot step at a time, then the scheduling
+algorithm, then the preemption dry run (each of the last two is one synchronous call of
+the code the scheduling cycle runs). Their sum is reported (`Timed.busy`) for the gate's
+budget.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from scheduler.cache import Cache, Nominator, Snapshot
 from scheduler.explain.gate import Timed
@@ -47,6 +49,8 @@ from scheduler.preemption.default_preemption import DefaultPreemption
 __all__ = ["STEP_ENTRIES", "DryRunner", "Now", "Plan"]
 
 log = logging.getLogger(__name__)
+
+_R = TypeVar("_R")
 
 # node entries copied into the snapshot per step: about 5 ms of the event loop at the
 # 5000-node, 15,000-pod size (a full build is 80-160 ms there)
@@ -77,6 +81,25 @@ class Now:
     message: str
     statuses: Mapping[str, Status] | None  # node -> Filter status, when Unschedulable
     preemption: Plan | None  # None: no DefaultPreemption in the profile (or schedulable)
+
+
+class _Steps:
+    """Times the synchronous steps of one dry run (the event loop is held during each)."""
+
+    def __init__(self) -> None:
+        self.busy = 0.0
+        self.longest = 0.0
+        self.count = 0
+
+    def run(self, step: Callable[..., _R], *args: Any) -> _R:
+        started = time.perf_counter()
+        try:
+            return step(*args)
+        finally:
+            took = time.perf_counter() - started
+            self.busy += took
+            self.longest = max(self.longest, took)
+            self.count += 1
 
 
 class DryRunner:
@@ -122,47 +145,62 @@ class DryRunner:
         self._release = None
 
     async def _evaluate(self, fwk: Framework, pod: PodInfo) -> Timed[Now]:
-        busy = longest = 0.0
-        steps = 0
+        steps = _Steps()
         snapshot = self._snapshot
         while True:
-            started = time.perf_counter()
-            remaining = self._cache.refresh_snapshot(snapshot, self._step)
-            took = time.perf_counter() - started
-            busy, longest, steps = busy + took, max(longest, took), steps + 1
-            if not remaining:
+            if not steps.run(self._cache.refresh_snapshot, snapshot, self._step):
                 break
+            await asyncio.sleep(0)  # give the loop back between snapshot steps
+        refreshes = steps.count
+        # nothing refreshes the snapshot again before this dry run ends (the gate runs
+        # one at a time): the two steps below see one state of the cluster; the
+        # nominator is read as it is at each step, as the loop reads it
+        found = steps.run(self._schedule, fwk, pod, snapshot)
+        if isinstance(found, Now):
+            now = found
+        else:
             await asyncio.sleep(0)
-        # from here to the end no await: the snapshot and the answer stay consistent
-        started = time.perf_counter()
-        now = self._decide(fwk, pod, snapshot)
-        took = time.perf_counter() - started
-        busy, longest = busy + took, max(longest, took)
+            now = steps.run(self._preempt, fwk, pod, snapshot, *found)
         log.info(
             "explain evaluated pod=%s result=%s busy_ms=%.1f longest_step_ms=%.1f"
             " snapshot_steps=%d",
-            pod.key, now.result, busy * 1000, longest * 1000, steps,
+            pod.key, now.result, steps.busy * 1000, steps.longest * 1000, refreshes,
         )  # fmt: skip
-        return Timed(now, busy)
+        return Timed(now, steps.busy)
 
-    def _decide(self, fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Now:
-        wall = self._wall()
+    def _schedule(
+        self, fwk: Framework, pod: PodInfo, snapshot: Snapshot
+    ) -> Now | tuple[CycleState, FitError, DefaultPreemption]:
+        """The scheduling algorithm: the answer, or what the preemption step needs."""
         state = CycleState()
         try:
             result = schedule_pod(fwk, state, pod, snapshot, self._nominator, search=SearchState())
         except SchedulingError as exc:
-            return Now(wall, "Error", None, str(exc), None, None)
+            return Now(self._wall(), "Error", None, str(exc), None, None)
         if not isinstance(result, FitError):
-            return Now(wall, "Schedulable", result.node, "", None, None)
-        # by name now: the Diagnosis maps slots to names through the snapshot, which
-        # the next dry run refreshes
-        statuses = result.diagnosis.node_to_status()
-        message = result.message()
+            return Now(self._wall(), "Schedulable", result.node, "", None, None)
         plugin = next(
             (p for p in fwk.post_filter_plugins if isinstance(p, DefaultPreemption)), None
         )
         if plugin is None:
-            return Now(wall, "Unschedulable", None, message, statuses, None)
+            statuses = result.diagnosis.node_to_status()
+            return Now(self._wall(), "Unschedulable", None, result.message(), statuses, None)
+        return state, result, plugin
+
+    def _preempt(
+        self,
+        fwk: Framework,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        state: CycleState,
+        result: FitError,
+        plugin: DefaultPreemption,
+    ) -> Now:
+        wall = self._wall()
+        # by name now: the Diagnosis maps slots to names through the snapshot, which
+        # the next dry run refreshes
+        statuses = result.diagnosis.node_to_status()
+        message = result.message()
         evaluation, status = plugin.what_if(state, pod, snapshot, result.diagnosis)
         decision = evaluation.decision if evaluation is not None else None
         # the evaluator's own words (PostFilter prefixes them with "preemption: ")
