@@ -18,9 +18,10 @@ to round): once alone, once while waves of `--calls` concurrent GET /explain cal
 0: back to back) until the pods are bound. Throughput is bound pods over the seconds
 from the first create to the last bind seen (both phases create the same way).
 Reported as a table: leader changes (0 wanted), the longest renewal gap (< 2 s
-wanted), throughput alone and with explain (within 10% wanted), explain answers by
-HTTP status, and the longest event-loop step an evaluation took (from the scheduler's
-"explain evaluated" log lines).
+wanted), throughput alone and with explain (within 10% wanted), the scheduler's CPU per
+bound pod in both (steadier than throughput when other work shares the machine), explain
+answers by HTTP status, and the evaluations' CPU and longest event-loop step (from the
+scheduler's "explain evaluated" log lines).
 
 Every HTTP call to the scheduler goes through `scheduler_get`: the one place to change
 when the scheduler serves HTTPS with credentials.
@@ -46,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import psutil
 import yaml
 
 from bench.api import Api, ApiError
@@ -138,6 +140,7 @@ class Phase:
     label: str
     pods: int
     seconds: float
+    cpu: float = 0.0  # the scheduler process's CPU seconds over the phase
     answers: Counter[int] = field(default_factory=Counter)
     waves: int = 0
     slowest_answer: float = 0.0
@@ -158,13 +161,26 @@ class Figures:
     scheduler_exited: bool
     longest_step_ms: float
     evaluations: int
+    explain_cpu: float  # seconds of CPU the evaluations took, over the run
     calls: int = 0
 
+    def _sum(self, label: str) -> tuple[int, float, float]:
+        """(pods, seconds, scheduler CPU seconds) of the phases labelled `label`."""
+        phases = [p for p in self.phases if p.label == label]
+        return (
+            sum(p.pods for p in phases),
+            sum(p.seconds for p in phases),
+            sum(p.cpu for p in phases),
+        )
+
+    def throughputs(self) -> tuple[float, float]:
+        (pa, sa, _), (pb, sb, _) = self._sum("alone"), self._sum("explain")
+        return pa / sa, pb / sb
+
     def table(self) -> str:
-        alone = [p for p in self.phases if p.label == "alone"]
+        a, b = self.throughputs()
+        (pa, _, ca), (pb, sb, cb) = self._sum("alone"), self._sum("explain")
         loaded = [p for p in self.phases if p.label == "explain"]
-        a = sum(p.pods for p in alone) / sum(p.seconds for p in alone)
-        b = sum(p.pods for p in loaded) / sum(p.seconds for p in loaded)
         answers: Counter[int] = Counter()
         for p in loaded:
             answers.update(p.answers)
@@ -175,24 +191,23 @@ class Figures:
                                     f"{self.renewals} renewals)"),
             ("throughput alone", f"{a:.1f} pods/s"),
             ("throughput with explain", f"{b:.1f} pods/s ({(b / a - 1) * 100:+.1f}%)"),
+            ("scheduler CPU per pod", f"alone {ca / pa * 1000:.2f} ms, with explain "
+                                      f"{cb / pb * 1000:.2f} ms"),
             ("explain waves", f"{sum(p.waves for p in loaded)} of {self.calls} calls"),
             ("explain answers", ", ".join(f"{k}: {v}" for k, v in sorted(answers.items()))),
             ("slowest explain answer", f"{max(p.slowest_answer for p in loaded):.2f} s"),
-            ("evaluations", str(self.evaluations)),
+            ("evaluations", f"{self.evaluations}, {self.explain_cpu:.2f} s CPU "
+                            f"({self.explain_cpu / sb * 100:.1f}% of the explain phases)"),
             ("longest evaluation step", f"{self.longest_step_ms:.1f} ms (event loop held)"),
         ]  # fmt: skip
         for p in self.phases:
-            rows.append((f"  {p.label}", f"{p.pods} pods in {p.seconds:.1f} s"))
+            rows.append((f"  {p.label}", f"{p.pods} pods in {p.seconds:.1f} s, "
+                                         f"{p.cpu:.1f} s CPU"))  # fmt: skip
         width = max(len(k) for k, _ in rows)
         return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 
     def ok(self) -> bool:
-        alone = sum(p.pods for p in self.phases if p.label == "alone") / sum(
-            p.seconds for p in self.phases if p.label == "alone"
-        )
-        loaded = sum(p.pods for p in self.phases if p.label == "explain") / sum(
-            p.seconds for p in self.phases if p.label == "explain"
-        )
+        alone, loaded = self.throughputs()
         return (
             self.leader_changes == 0
             and not self.scheduler_exited
@@ -201,11 +216,13 @@ class Figures:
         )
 
 
-_STEP = re.compile(r"explain evaluated .*longest_step_ms=([0-9.]+)")
+_EVALUATED = re.compile(r"explain evaluated .*cpu_ms=([0-9.]+) longest_step_ms=([0-9.]+)")
 
 
-def _evaluation_steps(log: Path) -> list[float]:
-    return [float(m.group(1)) for m in _STEP.finditer(log.read_text(errors="replace"))]
+def _evaluations(log: Path) -> list[tuple[float, float]]:
+    """(CPU ms, longest step ms) of each evaluation the scheduler logged."""
+    found = _EVALUATED.finditer(log.read_text(errors="replace"))
+    return [(float(m.group(1)), float(m.group(2))) for m in found]
 
 
 # ------------------------------------------------------------------ the run
@@ -259,14 +276,14 @@ class Bench:
                         # by the pods scheduled) does not favour one side
                         order = ("alone", "explain") if r % 2 == 0 else ("explain", "alone")
                         for label in order:
-                            phases.append(
-                                await self._phase(api, session, base, label, f"r{r}{label[0]}")
-                            )
+                            phases.append(await self._phase(
+                                api, session, base, label, f"r{r}{label[0]}", proc.pid
+                            ))  # fmt: skip
                             last = phases[-1]
                             self.progress(f"{label}: {last.pods} pods in {last.seconds:.1f}s"
                                           f" {dict(last.answers)}")  # fmt: skip
                     figures = watcher.figures()
-                    steps = _evaluation_steps(log)
+                    evaluations = _evaluations(log)
                     return Figures(
                         nodes=self.nodes,
                         pods=self.pods,
@@ -275,8 +292,9 @@ class Bench:
                         longest_gap=figures.longest_gap,
                         renewals=figures.renewals,
                         scheduler_exited=proc.poll() is not None,
-                        longest_step_ms=max(steps, default=0.0),
-                        evaluations=len(steps),
+                        longest_step_ms=max((e[1] for e in evaluations), default=0.0),
+                        evaluations=len(evaluations),
+                        explain_cpu=sum(e[0] for e in evaluations) / 1000,
                         calls=self.calls,
                     )
         finally:
@@ -329,13 +347,21 @@ class Bench:
         raise RuntimeError("the scheduler did not serve explain within 600 s")
 
     async def _phase(
-        self, api: Api, session: aiohttp.ClientSession, base: str, label: str, prefix: str
+        self,
+        api: Api,
+        session: aiohttp.ClientSession,
+        base: str,
+        label: str,
+        prefix: str,
+        pid: int,
     ) -> Phase:
         path = f"/api/v1/namespaces/{NAMESPACE}/pods"
         stop = asyncio.Event()
         phase = Phase(label, self.schedule, 0.0)
         load = asyncio.create_task(self._explain_waves(session, base, phase, stop)) if (
             label == "explain") else None  # fmt: skip
+        scheduler = psutil.Process(pid)
+        cpu = sum(scheduler.cpu_times()[:2])
         started = time.monotonic()
         labels = {"phase": prefix}
         await _each(self.schedule, lambda i: (path, _pod(f"{prefix}-{i}", "100m", labels)), api)
@@ -347,6 +373,7 @@ class Bench:
                 break
             await asyncio.sleep(0.5)
         phase.seconds = time.monotonic() - started
+        phase.cpu = sum(scheduler.cpu_times()[:2]) - cpu
         stop.set()
         if load is not None:
             await load
