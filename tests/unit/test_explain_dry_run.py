@@ -180,3 +180,19 @@ async def test_the_copy_is_dropped_after_keep_idle_and_built_again_when_asked() 
     assert runner.snapshot.num_nodes == 0
     timed = await runner.evaluate(w.framework, high())
     assert runner.snapshot.num_nodes == 3 and timed.value.result == "Unschedulable"
+
+
+async def test_what_if_while_the_pods_preemption_runs_says_postfilter_would_wait() -> None:
+    w = world()
+    pod = high()
+    w.api.hold[("delete", "v0-0")] = asyncio.Event()  # the task stays on its last victim
+    _, status = w.cycle(pod)
+    assert status.ok and w.preempting(pod)
+    snapshot = w.cache.new_snapshot()
+    state = CycleState()
+    fit = schedule_pod(w.framework, state, pod, snapshot, w.nominator)
+    assert isinstance(fit, FitError)
+    evaluation, waiting = w.plugin.what_if(state, pod, snapshot, fit.diagnosis)
+    assert evaluation is None and "waiting for the preemption" in waiting.message()
+    w.api.hold[("delete", "v0-0")].set()
+    await asyncio.gather(*w.executor._tasks)
