@@ -305,9 +305,7 @@ class SchedulerApp:
             cache=self.cache,
             nominator=self.nominator,
             attempts=self.attempts,
-            pdbs=self.pdb_informer.list,
             queue_of=self.queue.where,
-            policy=self.policies.store.dry_run() if self.policies is not None else None,
             is_leader=lambda: self.elector is None or self._leading.is_set(),
         )
         self.server.add_get(EXPLAIN_PATH, explain_http_handler(self.explainer))

@@ -54,8 +54,9 @@ def format_table(body: dict[str, Any]) -> str:
         out.append("Last attempt:  none recorded")
     else:
         out.append(f"Last attempt:  {last['time']}: {last['message']}")
-        out += ["  " + r for r in _table(["NODE", "CODE", "PLUGIN", "REASON"],
-                                           _node_rows(last["nodes"]))]  # fmt: skip
+        if "nodes" in last:  # per-node lists come only when asked for (nodes=true)
+            out += ["  " + r for r in _table(["NODE", "CODE", "PLUGIN", "REASON"],
+                                               _node_rows(last["nodes"]))]  # fmt: skip
     now = body.get("now") or {}
     out.append("")
     if now.get("result") == "Schedulable":
@@ -66,10 +67,13 @@ def format_table(body: dict[str, Any]) -> str:
     if plan is None:
         out.append("Preemption:    not configured for this profile")
     elif plan.get("node"):
-        out.append(f"Preemption:    on node {plan['node']}, {len(plan['victims'])} victim(s)")
+        count = plan.get("victimCount", len(plan["victims"]))
+        out.append(f"Preemption:    on node {plan['node']}, {count} victim(s)")
         out += ["  " + r for r in _table(["VICTIM", "PRIORITY"],
                                            [[v["pod"], str(v["priority"])]
                                             for v in plan["victims"]])]  # fmt: skip
+        if plan.get("hiddenVictims"):
+            out.append(f"  and {plan['hiddenVictims']} in namespace(s) you may not read")
     else:
         out.append(f"Preemption:    none: {plan.get('message') or '-'}")
     if plan is not None:

@@ -13,8 +13,9 @@ Invariants:
   `_order`, so `update_snapshot` walks only entries changed since the snapshot's
   generation (upstream's headNode list, as an OrderedDict).
 
-One Snapshot per Cache (upstream has one per scheduler): removed nodes are tombstoned
-until the next update_snapshot.
+One Snapshot per Cache is updated by `update_snapshot` (upstream has one per scheduler):
+removed nodes are tombstoned until that snapshot's next update. Any other snapshot (the
+explain dry run's) is kept by `refresh_snapshot`, which writes nothing of the cache.
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ class Cache:
         self._assumed: set[str] = set()
         self._generation = 0
         self._tombstones: set[str] = set()
+        # tombstones dropped so far (refresh_snapshot notices a purge by this count)
+        self._purges = 0
 
     # ------------------------------------------------------------ internals
     def _touch(self, name: str) -> NodeView:
@@ -229,29 +232,66 @@ class Cache:
 
     # ------------------------------------------------------------ snapshot
     def update_snapshot(self, snapshot: Snapshot) -> int:
-        """Bring `snapshot` up to date; returns the number of node entries copied."""
-        names: list[str] = []
-        for name in reversed(self._order):
-            if self._nodes[name].generation <= snapshot.generation:
-                break
-            names.append(name)
-        # apply oldest change first, so a fresh snapshot's slots follow arrival order
-        for name in reversed(names):
-            view = self._nodes[name]
-            if view.node is None:
-                snapshot._remove(name)
-            else:
-                snapshot._set(name, view)
-        snapshot.generation = self._generation
-        changed = len(names)
-        # drop tombstones: entries with neither a node nor pods
+        """Bring the scheduling loop's `snapshot` up to date; returns the number of node
+        entries copied. Also drops the tombstones (entries with neither a node nor pods):
+        only the one snapshot that the loop owns may be updated this way (upstream has
+        one snapshot per scheduler). Any other reader uses `refresh_snapshot`."""
+        changed = self._copy_changes(snapshot, None)
         for name in self._tombstones:
             entry = self._nodes.get(name)
             if entry is not None and entry.node is None and not entry.pods:
                 del self._nodes[name]
                 del self._order[name]
+                self._purges += 1
         self._tombstones.clear()
         return changed
+
+    def refresh_snapshot(self, snapshot: Snapshot, max_entries: int | None = None) -> int:
+        """Bring a snapshot other than the loop's (explain's) up to date, writing nothing
+        of the cache: the tombstones stay for the loop's snapshot to see. Copies at most
+        `max_entries` changed entries, oldest change first, so a caller may build a large
+        snapshot in steps and give the event loop back between them; returns how many
+        changed entries are still to copy (0: up to date).
+
+        A node whose tombstone the loop purged since this snapshot's last refresh is
+        gone from the cache without a newer generation: it is found by name (a pass over
+        the snapshot's names, only when a purge happened since)."""
+        if snapshot.purges_seen != self._purges:
+            for name in [n for n in snapshot.table.index if n not in self._nodes]:
+                snapshot._remove(name)
+            snapshot.purges_seen = self._purges
+        self._copy_changes(snapshot, max_entries)
+        remaining = 0
+        for name in reversed(self._order):
+            if self._nodes[name].generation <= snapshot.generation:
+                break
+            remaining += 1
+        return remaining
+
+    def _copy_changes(self, snapshot: Snapshot, max_entries: int | None) -> int:
+        """Copy the entries changed since `snapshot.generation` (at most `max_entries`,
+        oldest change first) into it. Reads the cache only."""
+        names: list[str] = []
+        for name in reversed(self._order):
+            if self._nodes[name].generation <= snapshot.generation:
+                break
+            names.append(name)
+        names.reverse()
+        if max_entries is not None and len(names) > max_entries:
+            names = names[:max_entries]
+            # _order is in generation order: every entry up to the last one copied is in
+            last = self._nodes[names[-1]].generation
+        else:
+            last = self._generation
+        # apply oldest change first, so a fresh snapshot's slots follow arrival order
+        for name in names:
+            view = self._nodes[name]
+            if view.node is None:
+                snapshot._remove(name)
+            else:
+                snapshot._set(name, view)
+        snapshot.generation = last
+        return len(names)
 
     def new_snapshot(self) -> Snapshot:
         snap = Snapshot()

@@ -56,6 +56,8 @@ class Snapshot:
         self.table = NodeTable()
         self.views: list[NodeView | None] = []
         self.generation = 0
+        # the cache's purge count at this snapshot's last refresh (Cache.refresh_snapshot)
+        self.purges_seen = 0
         self.with_affinity: set[int] = set()
         self.with_required_anti_affinity: set[int] = set()
         self._pod_index: dict[str, dict[str, dict[int, dict[str, PodInfo]]]] = {}

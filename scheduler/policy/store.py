@@ -31,7 +31,7 @@ from scheduler.policy.spec import PolicyError, PolicySpec, parse_policy
 from scheduler.policy.sync import PolicySync
 from scheduler.preemption.victim_policy import VictimRules
 
-__all__ = ["LOST_POLICY_HOLD", "DryRunPolicy", "PolicyState", "PolicyStore"]
+__all__ = ["LOST_POLICY_HOLD", "PolicyState", "PolicyStore"]
 
 log = logging.getLogger(__name__)
 
@@ -209,12 +209,13 @@ class PolicyStore:
     # ------------------------------------------------------------------ the evaluator's side
     def refuse_all(self, preemptor: PodInfo, /) -> str | None:
         """None when preemption may run under the rules; else why no pod may be a victim
-        now (the view is not current). Counts the refusal."""
+        now (the view is not current). Records nothing: the evaluator counts a refusal
+        it acted on through `note_refused_all`."""
         why = self.unsynced_reason()
-        if why is None:
-            return None
+        return unsynced_message(why) if why is not None else None
+
+    def note_refused_all(self, preemptor: PodInfo, /) -> None:
         self.metrics.unsynced_refusals.inc()
-        return unsynced_message(why)
 
     def unsynced_reason(self) -> str | None:
         return self.sync.reason() if self.sync is not None else None
@@ -259,10 +260,6 @@ class PolicyStore:
             if now - at >= longest:
                 del self._last_preempted[key]
 
-    def dry_run(self) -> DryRunPolicy:
-        """The same rules, recording nothing (explain)."""
-        return DryRunPolicy(self)
-
 
 def unsynced_message(why: str) -> str:
     return f"PreemptionPolicies not in sync ({why}): no victims until they are"
@@ -279,20 +276,3 @@ def _seed_counters(state: PolicyState, status: Any) -> None:
         value = status.get(field_name)
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             setattr(state, attr, value)
-
-
-class DryRunPolicy:
-    def __init__(self, store: PolicyStore) -> None:
-        self._store = store
-
-    def refuse_all(self, preemptor: PodInfo, /) -> str | None:
-        why = self._store.unsynced_reason()
-        return unsynced_message(why) if why is not None else None
-
-    def rules_for(self, preemptor: PodInfo, /) -> CombinedRules | None:
-        return self._store.rules_for(preemptor)
-
-    def record(
-        self, preemptor: PodInfo, rules: VictimRules, victims: tuple[PodInfo, ...] | None, /
-    ) -> None:
-        return None

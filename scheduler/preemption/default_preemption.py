@@ -53,10 +53,17 @@ from scheduler.metrics import SchedulerMetrics
 from scheduler.model.pdb import PDBInfo
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.helpers import QUEUE, SKIP, event
-from scheduler.preemption.evaluator import DryRun, FitCheck, NodeLike
+from scheduler.preemption.evaluator import (
+    Decision,
+    DryRun,
+    Evaluation,
+    Evaluator,
+    FitCheck,
+    NodeLike,
+)
 from scheduler.preemption.executor import PreemptionExecutor
 from scheduler.preemption.policy_evaluator import new_evaluator
-from scheduler.preemption.victim_policy import VictimPolicy
+from scheduler.preemption.victim_policy import VictimPolicy, recording_nothing
 
 __all__ = ["MSG_WAITING", "DefaultPreemption", "PreemptionServices", "factory"]
 
@@ -71,6 +78,10 @@ PDBLister = Callable[[], Sequence[PDBInfo]]
 
 def _no_pdbs() -> Sequence[PDBInfo]:
     return ()
+
+
+def _first(n: int) -> int:
+    return 0
 
 
 @dataclass
@@ -109,6 +120,12 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin, EnqueueExtensions):
         self.evaluator = new_evaluator(
             args, services.own_schedulers, rand=services.rand, policy=services.victim_policy
         )
+        # what_if's (explain): the same rules, recording nothing; the sampling starts at
+        # the first candidate so that the same question gets the same answer
+        quiet = recording_nothing(services.victim_policy) if services.victim_policy else None
+        self.dry_run_evaluator = new_evaluator(
+            args, services.own_schedulers, rand=_first, policy=quiet
+        )
         self.sync = args.mode == MODE_SYNC
 
     # ------------------------------------------------------------------ PostFilter
@@ -125,18 +142,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin, EnqueueExtensions):
             return PostFilterResult(status_by_task=True), Status.unschedulable(
                 MSG_WAITING, plugin=self.name
             )
-        nominator = self.handle.nominator
-        nominated = nominator.nominated_node(pod) or pod.nominated_node_name
-        evaluation = self.evaluator.evaluate(
-            pod,
-            diagnosis.node_to_status(),
-            snapshot,
-            nominator,
-            self.services.pdbs(),
-            self._fit(state),
-            nominated_node=nominated,
-            num_all_nodes=snapshot.num_nodes,
-        )
+        evaluation = self._evaluate(self.evaluator, state, pod, snapshot, diagnosis)
         decision = evaluation.decision
         if decision is None:
             status = _prefixed(evaluation.status, self.name)
@@ -147,17 +153,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin, EnqueueExtensions):
 
         if metrics is not None:
             metrics.preemption_victims.observe(len(decision.victims))
-        # upstream Preempt's success message; the pod's PodScheduled message carries it
-        placed = _prefixed(
-            Status(
-                Code.SUCCESS,
-                (
-                    f"found a potential placement for pod on node {decision.node}, "
-                    f"preempting {len(decision.victims)} victims",
-                ),
-            ),
-            self.name,
-        )
+        placed = self._placed(decision)
         diagnosis.post_filter_msg = placed.message()
         message = FitError(pod, snapshot.num_nodes, diagnosis).message()
         log.info(
@@ -176,6 +172,64 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin, EnqueueExtensions):
             settle=task if self.sync else None,
         )
         return result, placed
+
+    def what_if(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, diagnosis: Diagnosis
+    ) -> tuple[Evaluation | None, Status]:
+        """What PostFilter would decide for `pod` now, without doing any of it (explain):
+        the same evaluator algorithm, Filter dry runs and PreemptionPolicy rules, through
+        the dry-run evaluator whose policy records nothing (no cooldown memory, no
+        counters). No nomination, no task, no metric. Returns the evaluation (None when
+        a preemption task of this pod is running: PostFilter would wait for it) and the
+        Status PostFilter would return. `state` must hold this pod's PreFilter results
+        and may not be the loop's (dry runs copy what they change)."""
+        if self.executor.is_running(pod.uid):
+            return None, Status.unschedulable(MSG_WAITING, plugin=self.name)
+        evaluation = self._evaluate(self.dry_run_evaluator, state, pod, snapshot, diagnosis)
+        if evaluation.decision is None:
+            return evaluation, _prefixed(evaluation.status, self.name)
+        return evaluation, self._placed(evaluation.decision)
+
+    def _placed(self, decision: Decision) -> Status:
+        """upstream Preempt's success message; the pod's PodScheduled message carries it"""
+        return _prefixed(
+            Status(
+                Code.SUCCESS,
+                (
+                    f"found a potential placement for pod on node {decision.node}, "
+                    f"preempting {len(decision.victims)} victims",
+                ),
+            ),
+            self.name,
+        )
+
+    def policies_for(self, pod: PodInfo) -> tuple[str, ...]:
+        """The names of the PreemptionPolicies that apply to `pod` as a preemptor."""
+        policy = self.services.victim_policy
+        rules = policy.rules_for(pod) if policy is not None else None
+        return tuple(rules.policies) if rules is not None else ()
+
+    def _evaluate(
+        self,
+        evaluator: Evaluator,
+        state: CycleState,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        diagnosis: Diagnosis,
+    ) -> Evaluation:
+        """The evaluation both PostFilter and what_if run."""
+        nominator = self.handle.nominator
+        nominated = nominator.nominated_node(pod) or pod.nominated_node_name
+        return evaluator.evaluate(
+            pod,
+            diagnosis.node_to_status(),
+            snapshot,
+            nominator,
+            self.services.pdbs(),
+            self._fit(state),
+            nominated_node=nominated,
+            num_all_nodes=snapshot.num_nodes,
+        )
 
     def _fit(self, state: CycleState) -> FitCheck:
         framework = self.handle.framework

@@ -117,7 +117,6 @@ def _utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-
 @dataclass(frozen=True, slots=True)
 class ExecutorSettings:
     max_parallel_victims: int = 16
@@ -183,7 +182,11 @@ class PreemptionExecutor:
         self._tasks = tasks if tasks is not None else TaskGroup("preemptions")
         self._evictions = VictimEvictions(
             # through the attribute, so a fence swapped in later (tests) applies too
-            writer, lambda op: self._fence(op), clock, wall, self.settings.issued_delete_ttl
+            writer,
+            lambda op: self._fence(op),
+            clock,
+            wall,
+            self.settings.issued_delete_ttl,
         )
         # preemptor uid -> (victims it preempted, when its task ended): a successful
         # task's preemptor stays gated until the cache shows every one of them leaving
@@ -309,9 +312,7 @@ class PreemptionExecutor:
         if self._metrics is not None:
             self._metrics.preemption_goroutines_execution.labels(result=result).inc()
             self._metrics.preemption_goroutines_duration.labels(result=result).observe(elapsed)
-        delay = self._reactivations.delay_after(
-            preemptor.uid, result == RESULT_SUCCESS, cancelled
-        )
+        delay = self._reactivations.delay_after(preemptor.uid, result == RESULT_SUCCESS, cancelled)
         if result == RESULT_ERROR:
             log.warning(
                 "preemption failed, requeueing preemptor=%s node=%s retry_in=%.1fs errors=%s",

@@ -66,6 +66,7 @@ class PolicyEvaluator(Evaluator):
         # on the instance for its duration
         closed = self.policy.refuse_all(preemptor)
         if closed is not None:
+            self.policy.note_refused_all(preemptor)
             return Evaluation(status=Status.unschedulable(closed))
         rules = self.policy.rules_for(preemptor)
         if rules is None:

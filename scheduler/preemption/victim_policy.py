@@ -14,7 +14,7 @@ from typing import Protocol
 
 from scheduler.model.pod import PodInfo
 
-__all__ = ["VictimPolicy", "VictimRules"]
+__all__ = ["VictimPolicy", "VictimRules", "recording_nothing"]
 
 
 class VictimRules(Protocol):
@@ -47,7 +47,12 @@ class VictimRules(Protocol):
 class VictimPolicy(Protocol):
     def refuse_all(self, preemptor: PodInfo, /) -> str | None:
         """None when preemption may run under the rules; else why no pod may be a victim
-        now (the policies are not known to be current: fail closed). Asked first."""
+        now (the policies are not known to be current: fail closed). Asked first; a
+        question only (explain asks it too), it records nothing."""
+        ...
+
+    def note_refused_all(self, preemptor: PodInfo, /) -> None:
+        """The evaluation ended at `refuse_all`: count it (the scheduler's own only)."""
         ...
 
     def rules_for(self, preemptor: PodInfo, /) -> VictimRules | None:
@@ -60,3 +65,30 @@ class VictimPolicy(Protocol):
         """The evaluation ended: `victims` of the decision, or None when it found no node
         (a refusal, if the rules refused anything)."""
         ...
+
+
+class _RecordingNothing:
+    def __init__(self, policy: VictimPolicy) -> None:
+        self._policy = policy
+
+    def refuse_all(self, preemptor: PodInfo, /) -> str | None:
+        # explain refuses while the scheduler would refuse
+        return self._policy.refuse_all(preemptor)
+
+    def note_refused_all(self, preemptor: PodInfo, /) -> None:
+        return None
+
+    def rules_for(self, preemptor: PodInfo, /) -> VictimRules | None:
+        return self._policy.rules_for(preemptor)
+
+    def record(
+        self, preemptor: PodInfo, rules: VictimRules, victims: tuple[PodInfo, ...] | None, /
+    ) -> None:
+        return None
+
+
+def recording_nothing(policy: VictimPolicy) -> VictimPolicy:
+    """The same rules as `policy`, but outcomes are not recorded: a dry run (explain)
+    leaves the counters and the cooldown memory as they are. (The rules object itself
+    notes refusals for its own summary; it lives for one evaluation.)"""
+    return _RecordingNothing(policy)

@@ -358,7 +358,8 @@ def test_explain_predicts_the_preemption_and_the_placement_and_changes_nothing(e
     # a pod that cannot preempt (priority 0): the last attempt's verdict per node
     cluster.create_pod(ns, pod_manifest("waiter", cpu="2", priority_class="pp-zero",
                                         nodeSelector={"pp": "expl"}))  # fmt: skip
-    body = wait_for(lambda: (b := _try_json(env, f"{ns}/waiter")) and b["lastAttempt"] and b)
+    body = wait_for(lambda: (b := _try_json(env, f"{ns}/waiter?nodes=true")) and b["lastAttempt"]
+                    and b)  # fmt: skip
     nodes = {n["node"]: n for n in body["lastAttempt"]["nodes"]}
     assert nodes["expl-0"]["plugin"] == "NodeResourcesFit"
     assert nodes["expl-0"]["reason"] == "Insufficient cpu"

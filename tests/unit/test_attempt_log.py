@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from scheduler.cache import Nominator
 from scheduler.explain import AttemptLog
+from scheduler.explain.answer import attempt_dict
+from scheduler.explain.pages import NodePage
 from scheduler.framework import CycleState
 from scheduler.framework.diagnosis import FitError
 from scheduler.framework.schedule import schedule_pod
@@ -29,7 +31,8 @@ def test_record_keeps_the_message_and_one_verdict_per_node() -> None:
     attempt = log.get(fit.pod.uid)
     assert attempt is not None
     assert attempt.message == "0/4 nodes are available: 4 Insufficient cpu."
-    body = attempt.as_dict()
+    everything = NodePage(frozenset(attempt.statuses), "", 0)
+    body = attempt_dict(attempt, everything)
     assert body["nominatedNode"] == "n2"
     assert [v["node"] for v in body["nodes"]] == ["n0", "n1", "n2", "n3"]
     assert {v["reason"] for v in body["nodes"]} == {"Insufficient cpu"}

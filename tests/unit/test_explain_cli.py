@@ -35,6 +35,13 @@ def test_the_table_shows_verdicts_plan_and_policy() -> None:
     assert "  n1    UNSCHEDULABLE  NodeResourcesFit  Insufficient cpu" in text
     assert "Preemption:    on node n1, 1 victim(s)" in text
     assert "  b/v     10" in text and "Policies:      guard" in text
+    hidden = BODY["now"] | {
+        "preemption": BODY["now"]["preemption"] | {"victimCount": 3, "hiddenVictims": 2}
+    }
+    text = format_table(BODY | {"now": hidden})
+    assert "on node n1, 3 victim(s)" in text and "and 2 in namespace(s) you may not read" in text
+    brief = BODY | {"lastAttempt": {k: v for k, v in BODY["lastAttempt"].items() if k != "nodes"}}
+    assert "NODE" not in format_table(brief) and "Last attempt:  2026" in format_table(brief)
     follower = format_table(BODY | {"leader": False, "lastAttempt": None})
     assert "a follower answered" in follower and "Last attempt:  none recorded" in follower
 

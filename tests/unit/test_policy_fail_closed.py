@@ -21,6 +21,7 @@ from scheduler.client.errors import NotFound, ServerError
 from scheduler.policy.store import LOST_POLICY_HOLD, PolicyStore
 from scheduler.policy.sync import NOT_LISTED, PolicySync
 from scheduler.policy.watcher import CRD_PATH, POLICIES, PolicyWatcher
+from scheduler.preemption.victim_policy import recording_nothing
 from tests.unit.test_policy_rules import NOW, evaluate, policy, victim
 
 Raw = dict[str, Any]
@@ -156,7 +157,7 @@ def test_no_victim_before_the_first_listing_the_message_says_why() -> None:
 def test_explain_sees_the_same_refusal_and_counts_nothing() -> None:
     sync = PolicySync()
     s = PolicyStore({"batch": {}}.get, wall=lambda: NOW, sync=sync)
-    dry = s.dry_run()
+    dry = recording_nothing(s)
     assert NOT_LISTED in (dry.refuse_all(victim("pre")) or "")
     assert s.metrics.unsynced_refusals._value.get() == 0
     sync.listed()

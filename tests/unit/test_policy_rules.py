@@ -16,6 +16,7 @@ from scheduler.model.pod import PodInfo
 from scheduler.policy.spec import PolicyError, parse_policy
 from scheduler.policy.store import PolicyStore
 from scheduler.preemption.policy_evaluator import PolicyEvaluator
+from scheduler.preemption.victim_policy import recording_nothing
 from tests.unit.preemption_fakes import MemoryNominator, ResourceFit
 
 NOW = dt.datetime(2024, 1, 1, 0, 10, tzinfo=dt.UTC).timestamp()
@@ -171,7 +172,7 @@ def test_victim_selectors_priority_class_and_floor() -> None:
 
 def test_a_dry_run_records_nothing() -> None:
     s = store(policy("guard", protectedNamespaces=["batch"]))
-    ev = PolicyEvaluator(DefaultPreemptionArgs(), {"default-scheduler"}, s.dry_run())
+    ev = PolicyEvaluator(DefaultPreemptionArgs(), {"default-scheduler"}, recording_nothing(s))
     view = NodeView(make_node("n1").capacity(cpu="4", pods="110").obj())
     view.add_pod(victim("a", cpu="4"))
     nominator = MemoryNominator()

@@ -1,0 +1,67 @@
+"""The JSON answer of explain: the pod, its last attempt, the dry run's `now`.
+
+Per-node lists appear only when asked for, one page at a time (pages.py). Victims in
+namespaces the caller may not read are counted, not named (access.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Mapping
+from typing import Any
+
+from scheduler.explain.attempts import Attempt, rfc3339
+from scheduler.explain.evaluation import Now, Plan
+from scheduler.explain.pages import NodePage
+from scheduler.framework.status import Status
+
+__all__ = ["attempt_dict", "now_dict", "plan_dict", "verdicts"]
+
+
+def verdicts(statuses: Mapping[str, Status], names: Container[str]) -> list[dict[str, str]]:
+    """The node -> status entries of the page's `names`, by node name."""
+    return [
+        {"node": name, "code": st.code.name, "plugin": st.plugin, "reason": st.message()}
+        for name, st in sorted(statuses.items())
+        if name in names
+    ]
+
+
+def attempt_dict(attempt: Attempt, page: NodePage | None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "time": rfc3339(attempt.time),
+        "message": attempt.message,
+        "nominatedNode": attempt.nominated_node,
+    }
+    if page is not None:
+        out["nodes"] = verdicts(attempt.statuses, page.names)
+    return out
+
+
+def plan_dict(plan: Plan, readable: Container[str] | None) -> dict[str, Any]:
+    """`readable`: the namespaces whose victims may be named (None: all)."""
+    shown = [v for v in plan.victims if readable is None or v.namespace in readable]
+    return {
+        "node": plan.node,
+        "victims": [{"pod": v.key, "uid": v.uid, "priority": v.priority} for v in shown],
+        "victimCount": len(plan.victims),
+        "hiddenVictims": len(plan.victims) - len(shown),
+        "pdbViolations": plan.pdb_violations,
+        "policies": list(plan.policies),
+        "message": plan.message,
+        "code": plan.code,
+    }
+
+
+def now_dict(now: Now, page: NodePage | None, readable: Container[str] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"result": now.result, "evaluatedAt": rfc3339(now.time)}
+    if now.result == "Schedulable":
+        out["node"] = now.node
+        out["preemption"] = None
+        return out
+    out["message"] = now.message
+    if now.result == "Error":
+        return out
+    if page is not None and now.statuses is not None:
+        out["nodes"] = verdicts(now.statuses, page.names)
+    out["preemption"] = plan_dict(now.preemption, readable) if now.preemption else None
+    return out
