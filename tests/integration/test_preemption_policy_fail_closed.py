@@ -192,14 +192,17 @@ def test_a_new_scheduler_preempts_nothing_before_it_has_listed_the_policies(
                              extra_args=["--preemption-policies"])  # fmt: skip
     sched.start(wait_ready=False)
     try:
-        # it cannot list the policies (403): preemption is refused, with the reason
+        # it cannot list the policies (403): preemption is refused, with the reason. An
+        # attempt made before the first LIST answered says only "waiting for the first
+        # complete listing" (a race under load): the pod retries every second, so wait for
+        # an attempt made after the 403
         message = wait_for(
-            lambda: "not in sync" in scheduled_message(cluster, NS, "early")
+            lambda: "list/watch failed" in scheduled_message(cluster, NS, "early")
             and scheduled_message(cluster, NS, "early"),
             timeout=60, what=f"the refusal before the listing\n{sched.tail()}",
         )  # fmt: skip
         print(f"before the listing: {message}")
-        assert "PreemptionPolicy list/watch failed" in message
+        assert "not in sync" in message and "PreemptionPolicy list/watch failed" in message
         code, body = readyz(sched)
         assert code == 500 and check_failing(body), body
         assert sched.metric("scheduler_preemption_policies_synced") == 0
