@@ -22,8 +22,11 @@ import contextlib
 import logging
 import socket
 import uuid
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
+
+from aiohttp import web
 
 from scheduler.cache import Cache, Nominator
 from scheduler.client.connection import Connection
@@ -58,7 +61,12 @@ from scheduler.policy.runtime import PolicyRuntime
 from scheduler.preemption import ExecutorSettings, PreemptionExecutor, default_preemption
 from scheduler.preemption.default_preemption import PreemptionServices
 from scheduler.queue import SchedulingQueue
-from scheduler.server import HealthServer
+from scheduler.server import HealthServer, ServingOptions
+from scheduler.serving.authn import Authenticator
+from scheduler.serving.authn_source import keep_authentication_config
+from scheduler.serving.authz import Authorizer
+from scheduler.serving.certs import ServingCert
+from scheduler.serving.reviews import Reviewer
 from scheduler.status_writer import StatusWriter
 from scheduler.supervisor import Supervisor
 from scheduler.workload_selectors import (
@@ -66,6 +74,16 @@ from scheduler.workload_selectors import (
 )
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class DelegationOptions:
+    """Upstream's --authentication-token-webhook-cache-ttl and
+    --authorization-webhook-cache-{authorized,unauthorized}-ttl (10 s each)."""
+
+    token_cache_ttl: float = 10.0
+    authorized_ttl: float = 10.0
+    unauthorized_ttl: float = 10.0
 
 EXIT_OK = 0
 EXIT_RUNTIME = 1
@@ -77,8 +95,9 @@ POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 @dataclass
 class RunOptions:
     kubeconfig: str | None = None
-    bind_address: str = "0.0.0.0"
-    port: int = 10251
+    serving: ServingOptions = field(default_factory=ServingOptions)
+    serving_cert: ServingCert | None = None  # None: self-signed, in memory
+    delegation: DelegationOptions = field(default_factory=DelegationOptions)
     leader_elect: bool | None = None  # None: as the config says
     identity: str = ""
     event_buffer_size: int = 1000
@@ -291,7 +310,20 @@ class SchedulerApp:
             binds=self.tasks.group("binds"),
         )
         opts = self.options
-        self.server = HealthServer(m.registry, host=opts.bind_address, port=opts.port)
+        delegation = opts.delegation
+        reviewer = Reviewer(lambda path, body: self.connection.request("POST", path, body=body))
+        self.server = HealthServer(
+            m.registry,
+            cert=opts.serving_cert,
+            authenticator=Authenticator(reviewer, cache_ttl=delegation.token_cache_ttl),
+            authorizer=Authorizer(
+                reviewer,
+                always_allow_paths=opts.serving.always_allow_paths,
+                allow_ttl=delegation.authorized_ttl,
+                deny_ttl=delegation.unauthorized_ttl,
+            ),
+            options=opts.serving,
+        )
         self.attempts = AttemptLog()
         self.loop.on_unschedulable = self.attempts.record
         self.explainer = Explainer(
@@ -305,7 +337,9 @@ class SchedulerApp:
             policy=self.policies.store.dry_run() if self.policies is not None else None,
             is_leader=lambda: self.elector is None or self._leading.is_set(),
         )
-        self.server.add_get(EXPLAIN_PATH, explain_http_handler(self.explainer))
+        explain = _tenant_explain(explain_http_handler(self.explainer), self.server.can_read_pods)
+        self.server.add_get(EXPLAIN_PATH, explain, authorizes_itself=True)
+        self.server.add_explain(explain)
         self.server.add_readiness_check("sched-handler-sync", self._synced_check)
         self.server.add_health_check("background-tasks", self.tasks.healthz)
 
@@ -434,7 +468,13 @@ class SchedulerApp:
             guard.spawn(f"informer-{inf.name}", inf.run())
         guard.watch(self.events.start())
         await self.server.start()
-        log.info("serving health and metrics on %s", self.server.url)
+        guard.spawn(
+            "authentication-config",
+            keep_authentication_config(
+                lambda path: self.connection.request("GET", path),
+                self.server.set_authentication_config,
+            ),
+        )
         if self.policies is not None:
             await self.policies.start()
         stop_wait: asyncio.Future[Any] = asyncio.create_task(self._stop.wait())
@@ -506,3 +546,21 @@ class SchedulerApp:
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.server.stop()
         log.info("stopped")
+
+
+def _tenant_explain(
+    handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+    can_read_pods: Callable[[web.Request, str], Awaitable[bool]],
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """Until explain.http_handler takes `can_read_pods` itself (branch explain): 403
+    unless the caller may `get pods` in the pod's namespace."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        ns = request.match_info["namespace"]
+        if not await can_read_pods(request, ns):
+            return web.json_response(
+                {"error": f"forbidden: cannot get pods in namespace {ns!r}"}, status=403
+            )
+        return await handler(request)
+
+    return handle
