@@ -63,6 +63,7 @@ from scheduler.preemption.default_preemption import PreemptionServices
 from scheduler.queue import SchedulingQueue
 from scheduler.server import HealthServer, ServingOptions
 from scheduler.serving.authn import Authenticator
+from scheduler.serving.authn_config import AuthenticationConfig, ClientCA
 from scheduler.serving.authn_source import keep_authentication_config
 from scheduler.serving.authz import Authorizer
 from scheduler.serving.certs import ServingCert
@@ -84,6 +85,9 @@ class DelegationOptions:
     token_cache_ttl: float = 10.0
     authorized_ttl: float = 10.0
     unauthorized_ttl: float = 10.0
+    # --client-ca-file: client certificates are checked against this bundle instead of
+    # the ConfigMap's client-ca-file (upstream: a given file wins over the lookup)
+    client_ca: ClientCA | None = None
 
 EXIT_OK = 0
 EXIT_RUNTIME = 1
@@ -467,13 +471,19 @@ class SchedulerApp:
         for inf in informers:
             guard.spawn(f"informer-{inf.name}", inf.run())
         guard.watch(self.events.start())
+        static_ca = self.options.delegation.client_ca
+        if static_ca is not None:
+            self.server.set_authentication_config(static_ca.over(AuthenticationConfig()))
         await self.server.start()
+
+        def apply(config: AuthenticationConfig) -> None:
+            self.server.set_authentication_config(
+                static_ca.over(config) if static_ca is not None else config
+            )
+
         guard.spawn(
             "authentication-config",
-            keep_authentication_config(
-                lambda path: self.connection.request("GET", path),
-                self.server.set_authentication_config,
-            ),
+            keep_authentication_config(lambda path: self.connection.request("GET", path), apply),
         )
         if self.policies is not None:
             await self.policies.start()

@@ -140,6 +140,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--tls-cert-file", default="", help="the serving certificate (PEM)")
     run.add_argument("--tls-private-key-file", default="", help="its private key (PEM)")
     run.add_argument(
+        "--client-ca-file", default="",
+        help="CA bundle for client certificates (default: the API server's, read from "
+        "kube-system/extension-apiserver-authentication)",
+    )  # fmt: skip
+    run.add_argument(
         "--authorization-always-allow-paths", default="/healthz,/readyz,/livez",
         help="paths served to anyone, authenticated or not (comma-separated; a trailing * "
         "is a prefix)",

@@ -31,6 +31,7 @@ from scheduler.config import (
     write_config,
 )
 from scheduler.server import ServingOptions
+from scheduler.serving.authn_config import ClientCA
 from scheduler.serving.certs import CertError, ServingCert, serving_cert
 from scheduler.serving.flags import parse_duration, parse_paths
 
@@ -136,6 +137,12 @@ def serving_options(
         paths = parse_paths(args.authorization_always_allow_paths)
     except ValueError as exc:
         return bad("authorization-always-allow-paths", exc)
+    client_ca = None
+    if args.client_ca_file:
+        try:
+            client_ca = ClientCA.from_file(args.client_ca_file)
+        except (OSError, ValueError) as exc:
+            return bad("client-ca-file", f"{args.client_ca_file}: {exc}")
     try:
         cert = serving_cert(
             cert_file=args.tls_cert_file,
@@ -157,6 +164,7 @@ def serving_options(
             token_cache_ttl=ttls["authentication-token-webhook-cache-ttl"],
             authorized_ttl=ttls["authorization-webhook-cache-authorized-ttl"],
             unauthorized_ttl=ttls["authorization-webhook-cache-unauthorized-ttl"],
+            client_ca=client_ca,
         ),
     )
 

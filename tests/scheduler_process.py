@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from kas_dev.cluster.scheduler_https import ClientCert, scheduler_get, serving_ca
+from kas_dev.cluster.scheduler_https import ClientCert, admin_of, scheduler_get, serving_ca
 
 # the scheduler's "Serving securely on <host>:<port>" line (scheduler/server.py)
 SERVING_LINE = re.compile(rb"Serving securely on \S+:(\d+)")
@@ -44,18 +44,27 @@ class SchedulerProcess:
         extra_args: list[str] | None = None,
         env: dict[str, str] | None = None,
         admin: ClientCert | None = None,
+        server_ca: Path | None = None,
     ) -> None:
         self._port: int | None = None
         self.log_path = log_path
         # the serving certificate is written here; the harness trusts its CA
         self.cert_dir = log_path.parent / f"{log_path.stem}-certs"
-        self.admin = admin or _client_cert_of(kubeconfig, self.cert_dir.with_name(
-            f"{log_path.stem}-admin"))  # fmt: skip
+        # the harness reads /metrics and /explain as the cluster's admin (system:masters),
+        # whatever identity the scheduler itself runs as; the scheduler learns the admin's
+        # CA from --client-ca-file, as its own identity may not read the API server's
+        server, own_cert = _kubeconfig_user(kubeconfig, log_path.parent / f"{log_path.stem}-admin")
+        cluster_admin = admin_of(server) if server else None
+        self.admin = admin or (cluster_admin.client if cluster_admin else own_cert)
+        ca_args: list[str] = []
+        if cluster_admin is not None and "--client-ca-file" not in (extra_args or []):
+            ca_args = ["--client-ca-file", str(cluster_admin.client_ca)]
+        self._server_ca = server_ca
         self.argv = [
             sys.executable, "-m", "scheduler", "run",
             "--config", str(config), "--kubeconfig", kubeconfig,
             "--bind-address", "127.0.0.1", "--secure-port", "0",
-            "--cert-dir", str(self.cert_dir), "-v", "3",
+            "--cert-dir", str(self.cert_dir), *ca_args, "-v", "3",
             *(extra_args or []),
         ]  # fmt: skip
         self.env = {**os.environ, **(env or {})}
@@ -93,7 +102,9 @@ class SchedulerProcess:
 
     @property
     def server_ca(self) -> Path:
-        return serving_ca(self.cert_dir)
+        """What the serving certificate is checked against: the given CA (with
+        --tls-cert-file), else the self-signed pair's in --cert-dir."""
+        return self._server_ca or serving_ca(self.cert_dir)
 
     def get(self, path: str, *, token: str | None = None) -> tuple[int, str]:
         """GET over HTTPS: anonymous on the health paths (as the kubelet probes), with a
@@ -161,23 +172,25 @@ class SchedulerProcess:
         return self.proc.returncode
 
 
-def _client_cert_of(kubeconfig: str, folder: Path) -> ClientCert | None:
-    """The client certificate of the kubeconfig's current user, written to `folder`, or
-    None (a token user: pass `admin=` to read /metrics and /explain)."""
+def _kubeconfig_user(kubeconfig: str, folder: Path) -> tuple[str, ClientCert | None]:
+    """The server URL of the kubeconfig's current context, and its user's client
+    certificate (written to `folder` when inline), or None for a token user."""
     try:
         cfg = yaml.safe_load(Path(kubeconfig).read_text())
         current = next(c for c in cfg["contexts"] if c["name"] == cfg["current-context"])
-        user_name = current["context"]["user"]
-        user = next(u for u in cfg["users"] if u["name"] == user_name)["user"]
+        ctx = current["context"]
+        server = next(c for c in cfg["clusters"] if c["name"] == ctx["cluster"])["cluster"]
+        user = next(u for u in cfg["users"] if u["name"] == ctx["user"])["user"]
     except (OSError, KeyError, StopIteration, TypeError, yaml.YAMLError):
-        return None
+        return "", None
+    url = str(server.get("server", ""))
     if "client-certificate-data" in user and "client-key-data" in user:
         folder.mkdir(parents=True, exist_ok=True)
         cert, key = folder / "client.crt", folder / "client.key"
         cert.write_bytes(base64.b64decode(user["client-certificate-data"]))
         key.write_bytes(base64.b64decode(user["client-key-data"]))
         key.chmod(0o600)
-        return ClientCert(cert, key)
+        return url, ClientCert(cert, key)
     if "client-certificate" in user and "client-key" in user:
-        return ClientCert(Path(user["client-certificate"]), Path(user["client-key"]))
-    return None
+        return url, ClientCert(Path(user["client-certificate"]), Path(user["client-key"]))
+    return url, None

@@ -44,7 +44,7 @@ from kas_dev.cluster.errors import ClusterError
 from kas_dev.cluster.nodes import NodeGroup, default_mix, node_manifests
 from kas_dev.cluster.pki import FRONT_PROXY_CLIENT_CN, Pki, make_pki, pki_paths
 from kas_dev.cluster.ports import LOOPBACK, free_port, port_in_use
-from kas_dev.cluster.scheduler_https import ClientCert
+from kas_dev.cluster.scheduler_https import ClientCert, register_admin
 
 log = logging.getLogger(__name__)
 
@@ -440,6 +440,7 @@ class LocalCluster:
 
     def _write_kubeconfig(self) -> None:
         p = self._pki()
+        register_admin(self.api_url, ClientCert(p.admin_cert, p.admin_key), p.ca_cert)
         self.write_kubeconfig(self.kubeconfig, "admin", p.admin_cert, p.admin_key)
         self.write_kubeconfig(self.dir / "kwok-kubeconfig", "kwok", p.kwok_cert, p.kwok_key)
 

@@ -28,6 +28,29 @@ class ClientCert:
     key: Path
 
 
+@dataclass(frozen=True, slots=True)
+class ClusterAdmin:
+    """A local cluster's admin certificate and the CA that signs its clients (the file a
+    scheduler gets as --client-ca-file, so it knows the admin without reading anything
+    from the API server: its own identity may not be allowed to)."""
+
+    client: ClientCert
+    client_ca: Path
+
+
+# the clusters this process started, by API server URL (LocalCluster registers each)
+_ADMINS: dict[str, ClusterAdmin] = {}
+
+
+def register_admin(api_url: str, client: ClientCert, client_ca: Path) -> None:
+    _ADMINS[api_url.rstrip("/")] = ClusterAdmin(client, client_ca)
+
+
+def admin_of(api_url: str) -> ClusterAdmin | None:
+    """The admin of a cluster this process started, by its API server's URL."""
+    return _ADMINS.get(api_url.rstrip("/"))
+
+
 def serving_ca(cert_dir: Path) -> Path:
     """The certificate file a scheduler started with `--cert-dir cert_dir` serves."""
     return cert_dir / f"{SERVING_PAIR}.crt"

@@ -7,7 +7,7 @@ names, each list a JSON array of strings."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cryptography import x509
@@ -18,6 +18,7 @@ __all__ = [
     "CONFIGMAP_NAME",
     "CONFIGMAP_NAMESPACE",
     "AuthenticationConfig",
+    "ClientCA",
     "ConfigMapError",
     "config_from_configmap",
 ]
@@ -44,6 +45,25 @@ class AuthenticationConfig:
     client_cas: tuple[x509.Certificate, ...] = ()
     request_header: RequestHeaderConfig | None = None
     source: str = field(default="none", compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ClientCA:
+    """A client CA bundle given by file (--client-ca-file)."""
+
+    pem: bytes
+    cas: tuple[x509.Certificate, ...]
+
+    @classmethod
+    def from_file(cls, path: str) -> ClientCA:
+        """Raises OSError or ValueError (not a PEM bundle)."""
+        with open(path, "rb") as f:
+            pem = f.read()
+        cas = tuple(x509.load_pem_x509_certificates(pem))
+        return cls(pem, cas)
+
+    def over(self, config: AuthenticationConfig) -> AuthenticationConfig:
+        return replace(config, client_ca_pem=self.pem, client_cas=self.cas)
 
 
 def _string_list(data: dict[str, str], key: str) -> tuple[str, ...] | None:
