@@ -230,3 +230,67 @@ def test_mounted_cert_flags_are_checked(tmp_path: Path) -> None:
     with pytest.raises(CertError, match="unusable"):
         serving_cert(cert_file=str(tmp_path / "bad.crt"), key_file=str(tmp_path / "bad.key"),
                      cert_dir="", bind_address="0.0.0.0")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["--client-ca-file", "/nonexistent/ca.crt"], "--client-ca-file"),
+        (["--authentication-token-webhook-cache-ttl", "ten"],
+         "--authentication-token-webhook-cache-ttl"),
+        (["--authorization-always-allow-paths", "/a*b"], "--authorization-always-allow-paths"),
+        (["--secure-port", "70000"], "--secure-port"),
+    ],
+)  # fmt: skip
+def test_bad_serving_flags_exit_2_with_one_line_naming_the_flag(
+    args: list[str], flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from scheduler.cli import main
+
+    assert main(["run", "--kubeconfig", "/nonexistent/kubeconfig", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and flag in err, err
+
+
+def test_a_half_given_serving_pair_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    from scheduler.cli import main
+
+    assert main(["run", "--tls-cert-file", "/x.crt"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--tls-private-key-file" in err
+
+
+def test_the_plain_http_port_flag_is_gone() -> None:
+    from scheduler.cli import build_parser
+
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["run", "--port", "10251"])
+    assert exc.value.code == 2
+
+
+async def test_the_configmap_is_retried_until_read_and_applied_once_per_change() -> None:
+    from scheduler.serving.authn_config import AuthenticationConfig
+    from scheduler.serving.authn_source import CONFIGMAP_PATH, keep_authentication_config
+
+    answers: list[Any] = [ConnectionError("down"), {"data": {}}, {"data": {}}]
+    asked: list[str] = []
+    applied: list[AuthenticationConfig] = []
+    done = asyncio.Event()
+
+    async def get(path: str) -> dict[str, Any]:
+        asked.append(path)
+        answer = answers.pop(0) if answers else {"data": {}}
+        if isinstance(answer, Exception):
+            raise answer
+        if not answers:
+            done.set()
+        return dict(answer)
+
+    task = asyncio.create_task(
+        keep_authentication_config(get, applied.append, resync=0.001, retry=0.001)
+    )
+    await asyncio.wait_for(done.wait(), 30)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert asked[0] == CONFIGMAP_PATH and len(asked) >= 3
+    assert len(applied) == 1 and applied[0].request_header is None  # unchanged: once
