@@ -61,13 +61,8 @@ from scheduler.policy.runtime import PolicyRuntime
 from scheduler.preemption import ExecutorSettings, PreemptionExecutor, default_preemption
 from scheduler.preemption.default_preemption import PreemptionServices
 from scheduler.queue import SchedulingQueue
-from scheduler.server import HealthServer, ServingOptions
-from scheduler.serving.authn import Authenticator
-from scheduler.serving.authn_config import AuthenticationConfig, ClientCA
-from scheduler.serving.authn_source import keep_authentication_config
-from scheduler.serving.authz import Authorizer
+from scheduler.server import DelegationOptions, HealthServer, ServingOptions
 from scheduler.serving.certs import ServingCert
-from scheduler.serving.reviews import Reviewer
 from scheduler.status_writer import StatusWriter
 from scheduler.supervisor import Supervisor
 from scheduler.workload_selectors import (
@@ -75,19 +70,6 @@ from scheduler.workload_selectors import (
 )
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class DelegationOptions:
-    """Upstream's --authentication-token-webhook-cache-ttl and
-    --authorization-webhook-cache-{authorized,unauthorized}-ttl (10 s each)."""
-
-    token_cache_ttl: float = 10.0
-    authorized_ttl: float = 10.0
-    unauthorized_ttl: float = 10.0
-    # --client-ca-file: client certificates are checked against this bundle instead of
-    # the ConfigMap's client-ca-file (upstream: a given file wins over the lookup)
-    client_ca: ClientCA | None = None
 
 EXIT_OK = 0
 EXIT_RUNTIME = 1
@@ -314,19 +296,12 @@ class SchedulerApp:
             binds=self.tasks.group("binds"),
         )
         opts = self.options
-        delegation = opts.delegation
-        reviewer = Reviewer(lambda path, body: self.connection.request("POST", path, body=body))
-        self.server = HealthServer(
+        self.server = HealthServer.delegating(
             m.registry,
-            cert=opts.serving_cert,
-            authenticator=Authenticator(reviewer, cache_ttl=delegation.token_cache_ttl),
-            authorizer=Authorizer(
-                reviewer,
-                always_allow_paths=opts.serving.always_allow_paths,
-                allow_ttl=delegation.authorized_ttl,
-                deny_ttl=delegation.unauthorized_ttl,
-            ),
+            lambda path, body: self.connection.request("POST", path, body=body),
             options=opts.serving,
+            delegation=opts.delegation,
+            cert=opts.serving_cert,
         )
         self.attempts = AttemptLog()
         self.loop.on_unschedulable = self.attempts.record
@@ -471,19 +446,12 @@ class SchedulerApp:
         for inf in informers:
             guard.spawn(f"informer-{inf.name}", inf.run())
         guard.watch(self.events.start())
-        static_ca = self.options.delegation.client_ca
-        if static_ca is not None:
-            self.server.set_authentication_config(static_ca.over(AuthenticationConfig()))
         await self.server.start()
-
-        def apply(config: AuthenticationConfig) -> None:
-            self.server.set_authentication_config(
-                static_ca.over(config) if static_ca is not None else config
-            )
-
         guard.spawn(
             "authentication-config",
-            keep_authentication_config(lambda path: self.connection.request("GET", path), apply),
+            self.server.keep_authentication_config(
+                lambda path: self.connection.request("GET", path)
+            ),
         )
         if self.policies is not None:
             await self.policies.start()

@@ -18,7 +18,6 @@ from scheduler.app import (
     EXIT_BAD_INPUT,
     EXIT_OK,
     EXIT_RUNTIME,
-    DelegationOptions,
     RunOptions,
     SchedulerApp,
 )
@@ -30,7 +29,7 @@ from scheduler.config import (
     load_config,
     write_config,
 )
-from scheduler.server import ServingOptions
+from scheduler.server import DelegationOptions, ServingOptions
 from scheduler.serving.authn_config import ClientCA
 from scheduler.serving.certs import CertError, ServingCert, serving_cert
 from scheduler.serving.flags import parse_duration, parse_paths

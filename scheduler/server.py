@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import logging
 import ssl
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from aiohttp import web
 from cryptography import x509
@@ -35,13 +36,14 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, 
 from scheduler.serving import status
 from scheduler.serving.aggregated import EXPLAIN_API_PATH, discovery_routes, explain_attributes
 from scheduler.serving.authn import AuthenticationFailed, Authenticator
-from scheduler.serving.authn_config import AuthenticationConfig
+from scheduler.serving.authn_config import AuthenticationConfig, ClientCA
+from scheduler.serving.authn_source import keep_authentication_config
 from scheduler.serving.authz import DEFAULT_ALWAYS_ALLOW_PATHS, Attributes, Authorizer
 from scheduler.serving.certs import ServingCert, serving_cert
 from scheduler.serving.identity import ANONYMOUS, UserInfo
-from scheduler.serving.reviews import ReviewBusy, ReviewError
+from scheduler.serving.reviews import Post, ReviewBusy, Reviewer, ReviewError
 
-__all__ = ["Check", "Handler", "HealthServer", "ServingOptions"]
+__all__ = ["Check", "DelegationOptions", "Handler", "HealthServer", "ServingOptions"]
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +51,19 @@ Check = Callable[[], str | None]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 USER = web.RequestKey("kas_user", UserInfo)
 DEFAULT_SECURE_PORT = 10259
+
+
+@dataclass(frozen=True, slots=True)
+class DelegationOptions:
+    """Upstream's --authentication-token-webhook-cache-ttl and
+    --authorization-webhook-cache-{authorized,unauthorized}-ttl (10 s each), and
+    --client-ca-file: client certificates are checked against that bundle instead of the
+    ConfigMap's client-ca-file (upstream: a given file wins over the lookup)."""
+
+    token_cache_ttl: float = 10.0
+    authorized_ttl: float = 10.0
+    unauthorized_ttl: float = 10.0
+    client_ca: ClientCA | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +98,44 @@ class HealthServer:
         self._port: int | None = None
         self._routes: list[tuple[str, Handler]] = []
         self._authenticated_only: set[str] = set()
+        self._static_ca: ClientCA | None = None
+
+    @classmethod
+    def delegating(
+        cls,
+        registry: CollectorRegistry | None,
+        post: Post,
+        *,
+        options: ServingOptions,
+        delegation: DelegationOptions,
+        cert: ServingCert | None = None,
+    ) -> HealthServer:
+        """The server as the scheduler runs it: reviews posted to the API server with
+        `post(path, body)`, cached and bounded as `delegation` says."""
+        reviewer = Reviewer(post)
+        server = cls(
+            registry,
+            cert=cert,
+            authenticator=Authenticator(reviewer, cache_ttl=delegation.token_cache_ttl),
+            authorizer=Authorizer(
+                reviewer,
+                always_allow_paths=options.always_allow_paths,
+                allow_ttl=delegation.authorized_ttl,
+                deny_ttl=delegation.unauthorized_ttl,
+            ),
+            options=options,
+        )
+        server._static_ca = delegation.client_ca
+        if delegation.client_ca is not None:
+            server.set_authentication_config(AuthenticationConfig())
+        return server
+
+    def keep_authentication_config(
+        self, get: Callable[[str], Awaitable[dict[str, Any]]]
+    ) -> Coroutine[Any, Any, None]:
+        """The task that keeps the API server's authentication ConfigMap applied
+        (serving.authn_source); runs until cancelled."""
+        return keep_authentication_config(get, self.set_authentication_config)
 
     # ---- TLS and the delegated-authentication configuration ------------------------
     def _ssl_context(self) -> ssl.SSLContext:
@@ -103,6 +156,8 @@ class HealthServer:
         authentication), when first read and whenever they change. A CA once trusted by
         the TLS layer stays loaded until restart (ssl cannot unload one); authn.py trusts
         only the current ones."""
+        if self._static_ca is not None:
+            config = self._static_ca.over(config)
         pems = [config.client_ca_pem]
         if config.request_header is not None:
             pems.append(config.request_header.ca_pem)
