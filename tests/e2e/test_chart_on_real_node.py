@@ -272,8 +272,9 @@ def test_prometheus_scrapes_it_and_every_dashboard_panel_answers(installed: Inst
         interval=1,
         what="target up",
     )
-    # loopback only, the ServiceMonitor's path and job
-    assert target["scrapeUrl"] == f"http://{LOOPBACK}:{installed.port}/metrics"
+    # loopback only, over TLS (with Prometheus' token: an unauthorized scrape is down),
+    # the ServiceMonitor's path and job
+    assert target["scrapeUrl"] == f"https://{LOOPBACK}:{installed.port}/metrics"
     assert target["labels"]["job"] == job
     # a scrape may time out on a loaded machine (the series then go stale for a moment):
     # wait for the series rather than asserting one instant
