@@ -56,6 +56,6 @@ ENV PATH=/opt/venv/bin \
     PYTHONUNBUFFERED=1
 USER 65532:65532
 # /metrics, /healthz, /livez, /readyz (plain HTTP)
-EXPOSE 10251
+EXPOSE 10259
 ENTRYPOINT ["kube-async-scheduler"]
 CMD ["run", "--config", "/etc/kube-async-scheduler/config.yaml"]

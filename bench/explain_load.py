@@ -55,6 +55,7 @@ from bench.pinned_workloads import node_manifest, node_name
 from bench.procs import OURS_CLI, ROOT, ours_env
 from kas_dev.cluster.local import LocalCluster
 from kas_dev.cluster.ports import free_port
+from kas_dev.cluster.scheduler_https import admin_of, client_context, serving_ca
 from tests.lease_watch import LeaseWatcher
 
 SCHEDULER = "kas-explain-bench"
@@ -70,9 +71,9 @@ RETRY_PERIOD = 1.0
 
 
 async def scheduler_get(session: aiohttp.ClientSession, base: str, path: str) -> tuple[int, bytes]:
-    """GET `path` from the scheduler's server: (HTTP status, body). The only HTTP call to
-    the scheduler in this benchmark (explain, readiness): switch it to HTTPS and the
-    caller's credentials here."""
+    """GET `path` from the scheduler's HTTPS port: (HTTP status, body). The only HTTP call
+    to the scheduler in this benchmark (explain, readiness); the session carries the
+    cluster admin's client certificate (system:masters: no review per call)."""
     async with session.get(base + path, timeout=aiohttp.ClientTimeout(total=120)) as r:
         return r.status, await r.read()
 
@@ -229,12 +230,13 @@ def _evaluations(log: Path) -> list[tuple[float, float]]:
 
 
 def _start_scheduler(
-    kubeconfig: Path, workdir: Path, port: int, log: Path
+    kubeconfig: Path, workdir: Path, port: int, log: Path, client_ca: Path
 ) -> subprocess.Popen[bytes]:
     cfg = workdir / "config.yaml"
     cfg.write_text(yaml.safe_dump(_config(kubeconfig)))
     argv = [*OURS_CLI, "run", "--config", str(cfg), "--kubeconfig", str(kubeconfig),
-            "--bind-address", "127.0.0.1", "--port", str(port)]  # fmt: skip
+            "--bind-address", "127.0.0.1", "--secure-port", str(port),
+            "--cert-dir", str(workdir / "certs"), "--client-ca-file", str(client_ca)]  # fmt: skip
     with log.open("ab") as out:
         return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
                                 env=ours_env())  # fmt: skip
@@ -262,10 +264,17 @@ class Bench:
                 await self._populate(api)
                 port = free_port()
                 log = self.base / "scheduler.log"
-                proc = _start_scheduler(cluster.kubeconfig, self.base, port, log)
-                base = f"http://127.0.0.1:{port}"
+                admin = admin_of(cluster.api_url)
+                if admin is None:
+                    raise RuntimeError("the local cluster registered no admin certificate")
+                proc = _start_scheduler(
+                    cluster.kubeconfig, self.base, port, log, admin.client_ca
+                )
+                base = f"https://127.0.0.1:{port}"
+                await self._wait_cert(proc)
+                tls = client_context(admin.client, serving_ca(self.base / "certs"))
                 async with aiohttp.ClientSession(
-                    connector=aiohttp.TCPConnector(limit=self.calls + 8)
+                    connector=aiohttp.TCPConnector(limit=self.calls + 8, ssl=tls)
                 ) as session:
                     await self._wait_serving(session, base, proc)
                     watcher = LeaseWatcher(cluster.admin(timeout=30), LEASE_NAMESPACE, LEASE)
@@ -329,6 +338,18 @@ class Bench:
         await _each(self.targets, lambda i: (path, _pod(f"asked-{i}", "2", **gated)), api)
         self.progress(f"{self.pods} bound pods and {self.targets} gated targets in "
                       f"{time.monotonic() - t:.0f}s")  # fmt: skip
+
+    async def _wait_cert(self, proc: subprocess.Popen[bytes]) -> None:
+        """Until the scheduler has written its self-signed certificate (--cert-dir): the
+        client's TLS context checks the scheduler against it."""
+        cert = serving_ca(self.base / "certs")
+        deadline = time.monotonic() + 120
+        while not cert.exists():
+            if proc.poll() is not None:
+                raise RuntimeError(f"the scheduler exited with {proc.returncode}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no serving certificate at {cert} within 120 s")
+            await asyncio.sleep(0.2)
 
     async def _wait_serving(
         self, session: aiohttp.ClientSession, base: str, proc: subprocess.Popen[bytes]

@@ -132,7 +132,7 @@ def command_for(
             str(cfg),
             "--kubeconfig",
             str(kubeconfig),
-            "--port",
+            "--secure-port",
             "0",
             "--bind-address",
             "127.0.0.1",

@@ -24,7 +24,6 @@ import yaml
 
 from kas_dev.cluster.local import LocalCluster
 from kas_dev.cluster.nodes import NodeGroup
-from kas_dev.cluster.ports import free_port
 
 SCHED = "profile-scheduler"
 
@@ -53,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.executable, "-m", "pyinstrument", "-r", "text", "-o", str(out),
         "-m", "scheduler", "run", "--config", str(work / "config.yaml"),
         "--kubeconfig", str(cluster.kubeconfig),
-        "--bind-address", "127.0.0.1", "--port", str(free_port()),
+        "--bind-address", "127.0.0.1", "--secure-port", "0",
     ]  # fmt: skip
     log = (work / "scheduler.log").open("wb")
     proc = subprocess.Popen(argv_s, stdout=log, stderr=subprocess.STDOUT)

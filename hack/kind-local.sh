@@ -9,14 +9,15 @@
 #   bash hack/kind-local.sh --down     ... then tear it down again (the machine as before)
 #   kube-async-scheduler cluster down --dir .cluster-kind    tear down later
 #
-# Everything listens on 127.0.0.1: the API server, the kubelet, the scheduler's
-# /metrics and probes (host networking: there is no pod network), Prometheus.
+# Everything listens on 127.0.0.1: the API server, the kubelet, the scheduler's HTTPS
+# port (/metrics, probes; host networking: there is no pod network), Prometheus, which
+# scrapes over TLS with its own ServiceAccount's token as on a real cluster.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR="${KAS_KIND_DIR:-.cluster-kind}"
 NS=kube-async-scheduler
 RELEASE=kube-async-scheduler
-PORT="${KAS_SCHEDULER_PORT:-10251}"
+PORT="${KAS_SCHEDULER_PORT:-10259}"
 down=false; [ "${1:-}" = "--down" ] && down=true
 step() { printf '\n=== %s\n' "$*"; }
 
@@ -41,7 +42,9 @@ step "helm install, with the values for a cluster without a pod network"
 API_PORT=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["ports"]["kube-apiserver"])' "$DIR/cluster.json")
 VALUES=(--set hostNetwork=true --set probeHost=127.0.0.1
         --set apiServer.host=127.0.0.1 --set apiServer.port="$API_PORT"
-        --set server.bindAddress=127.0.0.1 --set server.port="$PORT"
+        --set server.bindAddress=127.0.0.1 --set server.securePort="$PORT"
+        # the APIService would point at a ClusterIP, which nothing routes without kube-proxy
+        --set explainAPI.enabled=false
         --set-string 'nodeSelector.kas\.local/real-node=true'
         --set image.pullPolicy=Never)
 helm install "$RELEASE" charts/kube-async-scheduler -n "$NS" --create-namespace "${VALUES[@]}"
@@ -67,12 +70,19 @@ echo "--- the scheduler's log, from its Pod:"
 kubectl -n "$NS" logs deployment/"$RELEASE" --tail=5
 
 step "Prometheus scraping the scheduler as the chart's ServiceMonitor says"
+# Prometheus' own ServiceAccount, allowed `get` on /metrics by the chart's ClusterRole
+kubectl -n "$NS" create serviceaccount prometheus --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+kubectl create clusterrolebinding prometheus-kas-metrics --clusterrole="$RELEASE-metrics-reader" \
+  --serviceaccount="$NS:prometheus" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+TOKEN="$DIR/prometheus-token"
+kubectl -n "$NS" create token prometheus --duration=24h > "$TOKEN"
 SM=$(mktemp)
 helm template "$RELEASE" charts/kube-async-scheduler -n "$NS" "${VALUES[@]}" \
   --set serviceMonitor.enabled=true --set serviceMonitor.interval=5s --set serviceMonitor.scrapeTimeout=5s \
   --show-only templates/servicemonitor.yaml > "$SM"
 PYTHONPATH=$PWD "$PY" -m kas_dev.cluster.prometheus start --dir "$DIR" \
-  --service-monitor "$SM" --service "$RELEASE-metrics" --target "127.0.0.1:$PORT"
+  --service-monitor "$SM" --service "$RELEASE-metrics" --target "127.0.0.1:$PORT" \
+  --token-file "$TOKEN"
 rm -f "$SM"
 for _ in $(seq 60); do
   out=$(PYTHONPATH=$PWD "$PY" -m kas_dev.cluster.prometheus query --dir "$DIR" \

@@ -8,7 +8,8 @@
 # Release name and namespace are both "kube-async-scheduler", so every object is named
 # kube-async-scheduler[-suffix] and the Lease is kube-async-scheduler/kube-async-scheduler.
 # A Namespace object comes first (helm template does not render one), so
-# `kubectl apply -f deploy/kube-async-scheduler.yaml` works on an empty cluster.
+# `kubectl apply -f deploy/kube-async-scheduler.yaml` works on an empty cluster. The
+# aggregated explain API (explainAPI.enabled) is left out: see render() below.
 #
 # helm is looked up as $HELM, then $KAS_BIN_DIR/helm, then
 # ~/.cache/kube-async-scheduler/bin/helm (where hack/install-binaries.sh puts it), then PATH.
@@ -43,7 +44,11 @@ metadata:
   labels:
     app.kubernetes.io/part-of: kube-async-scheduler
 HEADER
-  "$helm" template "$RELEASE" "$CHART" --namespace "$NAMESPACE"
+  # explainAPI off: its serving certificate and CA are generated at install time and
+  # kept by helm's lookup, which plain manifests cannot do (a fresh pair at every render
+  # would never match what a cluster runs). Without it the scheduler serves a self-signed
+  # certificate from --cert-dir; use the chart for the aggregated explain API.
+  "$helm" template "$RELEASE" "$CHART" --namespace "$NAMESPACE" --set explainAPI.enabled=false
 }
 
 case "${1:-}" in

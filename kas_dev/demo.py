@@ -17,7 +17,6 @@ import concurrent.futures
 import subprocess
 import sys
 import time
-import urllib.request
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from kas_dev.cluster.errors import ClusterError
 from kas_dev.cluster.local import LocalCluster
 from kas_dev.cluster.nodes import NodeGroup, Taint
 from kas_dev.cluster.ports import free_port
+from kas_dev.cluster.scheduler_https import scheduler_get, serving_ca
 
 SCHED = "kube-async-scheduler"
 NS = "demo"
@@ -106,6 +106,18 @@ class Demo:
             self.api("POST", "/apis/scheduling.k8s.io/v1/priorityclasses",
                      {"metadata": {"name": name}, "value": value, "preemptionPolicy": "PreemptLowerPriority"})  # fmt: skip
 
+    @property
+    def cert_dir(self) -> Path:
+        return self.dir / "scheduler-certs"
+
+    def scheduler_get(self, path: str, timeout: float = 5.0) -> tuple[int, str]:
+        """The scheduler's HTTPS port, as the cluster's admin (scheduler_https)."""
+        return scheduler_get(
+            f"https://127.0.0.1:{self.port}", path,
+            client=self.cluster.admin_client_cert(), server_ca=serving_ca(self.cert_dir),
+            timeout=timeout,
+        )  # fmt: skip
+
     def start_scheduler(self) -> None:
         cfg = {
             "apiVersion": "kubescheduler.config.k8s.io/v1",
@@ -119,7 +131,7 @@ class Demo:
         log = (self.dir / "scheduler.log").open("wb")
         argv = [sys.executable, "-m", "scheduler", "run", "--config", str(path),
                 "--kubeconfig", str(self.cluster.kubeconfig), "--bind-address", "127.0.0.1",
-                "--port", str(self.port)]  # fmt: skip
+                "--secure-port", str(self.port), "--cert-dir", str(self.cert_dir)]  # fmt: skip
         _say(
             f"starting the scheduler: kube-async-scheduler run --config {path} (log: {self.dir / 'scheduler.log'})"
         )
@@ -132,10 +144,10 @@ class Demo:
                     f"the scheduler exited with code {self.proc.returncode}; see its log"
                 )
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=2) as r:
-                    if r.status == 200:
-                        _say(f"scheduler ready: metrics on http://127.0.0.1:{self.port}/metrics")
-                        return
+                if self.scheduler_get("/readyz", timeout=2)[0] == 200:
+                    _say(f"scheduler ready: metrics on https://127.0.0.1:{self.port}/metrics "
+                         "(for system:masters, or any user granted get on /metrics)")  # fmt: skip
+                    return
             except OSError:
                 pass
             time.sleep(0.2)
@@ -256,8 +268,7 @@ class Demo:
 
     def metrics(self) -> None:
         _say("the scheduler's own metrics (/metrics)")
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as r:
-            text = r.read().decode()
+        text = self.scheduler_get("/metrics")[1]
         wanted = ("scheduler_schedule_attempts_total{", "scheduler_preemption_attempts_total ",
                   "scheduler_preemption_victims_sum", "scheduler_preemption_goroutines_execution_total{",
                   "scheduler_pending_pods{")  # fmt: skip

@@ -22,7 +22,7 @@ import contextlib
 import logging
 import socket
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.cache import Cache, Nominator
@@ -59,7 +59,8 @@ from scheduler.policy.runtime import PolicyRuntime
 from scheduler.preemption import ExecutorSettings, PreemptionExecutor, default_preemption
 from scheduler.preemption.default_preemption import PreemptionServices
 from scheduler.queue import SchedulingQueue
-from scheduler.server import HealthServer
+from scheduler.server import DelegationOptions, HealthServer, ServingOptions
+from scheduler.serving.certs import ServingCert
 from scheduler.status_writer import StatusWriter
 from scheduler.supervisor import Supervisor
 from scheduler.workload_selectors import (
@@ -78,8 +79,9 @@ POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 @dataclass
 class RunOptions:
     kubeconfig: str | None = None
-    bind_address: str = "0.0.0.0"
-    port: int = 10251
+    serving: ServingOptions = field(default_factory=ServingOptions)
+    serving_cert: ServingCert | None = None  # None: self-signed, in memory
+    delegation: DelegationOptions = field(default_factory=DelegationOptions)
     leader_elect: bool | None = None  # None: as the config says
     identity: str = ""
     event_buffer_size: int = 1000
@@ -296,7 +298,13 @@ class SchedulerApp:
             binds=self.tasks.group("binds"),
         )
         opts = self.options
-        self.server = HealthServer(m.registry, host=opts.bind_address, port=opts.port)
+        self.server = HealthServer.delegating(
+            m.registry,
+            lambda path, body: self.connection.request("POST", path, body=body),
+            options=opts.serving,
+            delegation=opts.delegation,
+            cert=opts.serving_cert,
+        )
         self.attempts = AttemptLog()
         self.loop.on_unschedulable = self.attempts.record
         self.explainer = Explainer(
@@ -308,7 +316,9 @@ class SchedulerApp:
             queue_of=self.queue.where,
             is_leader=lambda: self.elector is None or self._leading.is_set(),
         )
-        self.server.add_get(EXPLAIN_PATH, explain_http_handler(self.explainer))
+        explain = explain_http_handler(self.explainer, can_read_pods=self.server.can_read_pods)
+        self.server.add_get(EXPLAIN_PATH, explain, authorizes_itself=True)
+        self.server.add_explain(explain)
         self.server.add_readiness_check("sched-handler-sync", self._synced_check)
         if self.policies is not None:
             self.server.add_readiness_check(POLICIES_READINESS_CHECK, self.policies.readyz)
@@ -438,7 +448,12 @@ class SchedulerApp:
             guard.spawn(f"informer-{inf.name}", inf.run())
         guard.watch(self.events.start())
         await self.server.start()
-        log.info("serving health and metrics on %s", self.server.url)
+        guard.spawn(
+            "authentication-config",
+            self.server.keep_authentication_config(
+                lambda path: self.connection.request("GET", path)
+            ),
+        )
         if self.policies is not None:
             self.policies.start(guard)
         stop_wait: asyncio.Future[Any] = asyncio.create_task(self._stop.wait())
@@ -510,3 +525,4 @@ class SchedulerApp:
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.server.stop()
         log.info("stopped")
+

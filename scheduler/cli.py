@@ -123,12 +123,44 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)"
     )
+    # serving, as kube-scheduler's secure serving and delegated auth flags (docs/security.md)
     run.add_argument(
-        "--bind-address", default="0.0.0.0", help="address of /metrics and the health endpoints"
+        "--bind-address", default="0.0.0.0",
+        help="address of the HTTPS port (/metrics, health, explain); default 0.0.0.0",
     )
     run.add_argument(
-        "--port", type=int, default=10251, help="port of /metrics and the health endpoints (0: any)"
+        "--secure-port", type=int, default=10259,
+        help="the HTTPS port (0: any free port; the log names it)",
     )
+    run.add_argument(
+        "--cert-dir", default="",
+        help="where a self-signed serving certificate is kept when no --tls-cert-file is "
+        "given (default: generated in memory)",
+    )
+    run.add_argument("--tls-cert-file", default="", help="the serving certificate (PEM)")
+    run.add_argument("--tls-private-key-file", default="", help="its private key (PEM)")
+    run.add_argument(
+        "--client-ca-file", default="",
+        help="CA bundle for client certificates (default: the API server's, read from "
+        "kube-system/extension-apiserver-authentication)",
+    )  # fmt: skip
+    run.add_argument(
+        "--authorization-always-allow-paths", default="/healthz,/readyz,/livez",
+        help="paths served to anyone, authenticated or not (comma-separated; a trailing * "
+        "is a prefix)",
+    )
+    run.add_argument(
+        "--authentication-token-webhook-cache-ttl", default="10s",
+        help="how long TokenReview answers are cached",
+    )
+    run.add_argument(
+        "--authorization-webhook-cache-authorized-ttl", default="10s",
+        help="how long allowed SubjectAccessReview answers are cached",
+    )
+    run.add_argument(
+        "--authorization-webhook-cache-unauthorized-ttl", default="10s",
+        help="how long denied SubjectAccessReview answers are cached",
+    )  # fmt: skip
     le = run.add_mutually_exclusive_group()
     le.add_argument(
         "--leader-elect",

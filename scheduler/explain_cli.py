@@ -1,27 +1,37 @@
 """`kube-async-scheduler explain NAMESPACE/POD`: ask a running scheduler why a pod is
 pending and what it would do now (scheduler.explain serves the answer).
 
-The scheduler is reached over plain HTTP on its metrics port: `--url` (a local
-scheduler: http://127.0.0.1:10251), else the chart's Service in-cluster
-(http://kube-async-scheduler-metrics.kube-async-scheduler.svc:10251, overridable by
-$KAS_SCHEDULER_URL). Prints a table, or the JSON answer with `-o json`. Imports nothing
-of the runtime: it starts in a fraction of a second.
+By default the question goes to the API server, with the user's kubeconfig (any of its
+credentials: client certificate, token, exec plugin; `--kubeconfig`, `--context`), as
+`GET /apis/explain.kas.io/v1alpha1/namespaces/NS/pods/POD`: the chart registers the
+scheduler as that aggregated API, so the API server authenticates the user and forwards
+the request with the user's identity, and the scheduler answers only if that user may
+`get pods` in NS (docs/security.md). `--url` (or $KAS_SCHEDULER_URL) talks to a
+scheduler's HTTPS port directly instead, with `--token`/`--token-file` or
+`--client-certificate`/`--client-key`, verifying its certificate against
+`--certificate-authority` (or not at all with `--insecure-skip-tls-verify`).
+Prints a table, or the JSON answer with `-o json`. The runtime (the API client) is
+imported only for the API-server path.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
+import ssl
 import sys
 import urllib.error
 import urllib.parse
 import urllib.request
+from pathlib import Path
 from typing import Any
 
-__all__ = ["DEFAULT_URL", "format_table", "run_explain"]
+__all__ = ["explain_api_path", "format_table", "run_explain"]
 
-DEFAULT_URL = "http://kube-async-scheduler-metrics.kube-async-scheduler.svc:10251"
+# scheduler.serving.aggregated's group and version (not imported: the CLI stays light)
+EXPLAIN_API = "/apis/explain.kas.io/v1alpha1"
 EXIT_RUNTIME = 1
 EXIT_BAD_INPUT = 2
 
@@ -81,27 +91,98 @@ def format_table(body: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _quote(part: str) -> str:
+    return urllib.parse.quote(part, safe="")
+
+
+def explain_api_path(namespace: str, name: str) -> str:
+    return f"{EXPLAIN_API}/namespaces/{_quote(namespace)}/pods/{_quote(name)}"
+
+
+def _error_detail(status: int, raw: bytes | str | dict[str, Any] | None, fallback: str) -> str:
+    """The message of a Status (the API server's, or ours) or of explain's {"error": ...}."""
+    body: Any = raw
+    if isinstance(raw, bytes | str):
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+    if isinstance(body, dict):
+        for key in ("message", "error"):
+            if body.get(key):
+                return str(body[key])
+    return fallback or f"HTTP {status}"
+
+
+def _exit_code(status: int) -> int:
+    # a pod that does not exist or is not pending, or a refusal: the input is the problem
+    return EXIT_BAD_INPUT if status in (401, 403, 404, 409) else EXIT_RUNTIME
+
+
+async def _via_api_server(args: argparse.Namespace, ns: str, name: str) -> dict[str, Any]:
+    from scheduler.client.connection import Connection
+
+    connection = await Connection.from_kubeconfig(
+        args.kubeconfig,
+        context=args.context,
+        max_connections=1,
+        user_agent="kube-async-scheduler/explain",
+    )
+    async with connection:
+        return await connection.request(
+            "GET", explain_api_path(ns, name), request_timeout=args.timeout
+        )
+
+
+def _ssl_context(args: argparse.Namespace) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=args.certificate_authority or None)
+    if args.insecure_skip_tls_verify:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    if args.client_certificate:
+        ctx.load_cert_chain(args.client_certificate, args.client_key or None)
+    return ctx
+
+
+def _via_url(args: argparse.Namespace, base: str, ns: str, name: str) -> dict[str, Any]:
+    """GET <base>/explain/NS/POD over HTTPS with the given credentials."""
+    request = urllib.request.Request(f"{base.rstrip('/')}/explain/{_quote(ns)}/{_quote(name)}")
+    token = args.token
+    if args.token_file:
+        token = Path(args.token_file).read_text().strip()
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(request, timeout=args.timeout, context=_ssl_context(args)) as r:
+        body: dict[str, Any] = json.loads(r.read())
+    return body
+
+
 def run_explain(args: argparse.Namespace) -> int:
     target = args.pod
     if target.count("/") != 1 or not all(target.split("/")):
         print("kube-async-scheduler: error: expected NAMESPACE/POD", file=sys.stderr)
         return EXIT_BAD_INPUT
     ns, name = target.split("/")
-    base = (args.url or os.environ.get("KAS_SCHEDULER_URL") or DEFAULT_URL).rstrip("/")
-    url = f"{base}/explain/{urllib.parse.quote(ns)}/{urllib.parse.quote(name)}"
+    url = args.url or os.environ.get("KAS_SCHEDULER_URL")
+    if url and not url.startswith("https://"):
+        print(f"kube-async-scheduler: error: --url must be https:// (got {url})", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
-        with urllib.request.urlopen(url, timeout=args.timeout) as r:
-            body = json.loads(r.read())
+        body = (
+            _via_url(args, url, ns, name) if url else asyncio.run(_via_api_server(args, ns, name))
+        )
     except urllib.error.HTTPError as exc:
-        try:
-            detail = json.loads(exc.read()).get("error", exc.reason)
-        except ValueError:
-            detail = exc.reason
+        detail = _error_detail(exc.code, exc.read(), str(exc.reason))
         print(f"kube-async-scheduler: error: {detail}", file=sys.stderr)
-        return EXIT_BAD_INPUT if exc.code in (404, 409) else EXIT_RUNTIME
-    except (OSError, ValueError) as exc:
-        print(f"kube-async-scheduler: error: cannot reach the scheduler at {base}: {exc}",
-              file=sys.stderr)  # fmt: skip
+        return _exit_code(exc.code)
+    except Exception as exc:  # the API client's ApiError carries the status; else unreachable
+        status = getattr(exc, "status", 0)
+        if isinstance(status, int) and status:
+            detail = _error_detail(status, getattr(exc, "body", None), str(exc))
+            print(f"kube-async-scheduler: error: {detail}", file=sys.stderr)
+            return _exit_code(status)
+        where = url or "the API server"
+        print(f"kube-async-scheduler: error: cannot reach {where}: {exc}", file=sys.stderr)
         return EXIT_RUNTIME
     if args.output == "json":
         print(json.dumps(body, indent=2))
@@ -113,9 +194,21 @@ def run_explain(args: argparse.Namespace) -> int:
 def add_parser(sub: Any) -> None:
     ex = sub.add_parser("explain", help="why a pod is pending, and what the scheduler would do now")
     ex.add_argument("pod", help="NAMESPACE/POD")
-    ex.add_argument(
-        "--url",
-        help=f"the scheduler's HTTP address (default: $KAS_SCHEDULER_URL, else {DEFAULT_URL})",
+    ex.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    ex.add_argument("--context", help="the kubeconfig context to use (default: its current one)")
+    direct = ex.add_argument_group("direct", "ask one scheduler's HTTPS port, not the API server")
+    direct.add_argument(
+        "--url", help="the scheduler's address, https://HOST:PORT (default: $KAS_SCHEDULER_URL)"
+    )
+    direct.add_argument("--token", help="a bearer token for --url")
+    direct.add_argument("--token-file", help="a file holding a bearer token for --url")
+    direct.add_argument("--client-certificate", help="a client certificate (PEM) for --url")
+    direct.add_argument("--client-key", help="its private key (PEM)")
+    direct.add_argument("--certificate-authority", help="the CA of the scheduler's certificate")
+    direct.add_argument(
+        "--insecure-skip-tls-verify",
+        action="store_true",
+        help="do not verify the scheduler's certificate (its default one is self-signed)",
     )
     ex.add_argument("-o", "--output", choices=["table", "json"], default="table")
     ex.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the answer")

@@ -14,7 +14,13 @@ import signal
 import sys
 from collections.abc import Callable
 
-from scheduler.app import EXIT_BAD_INPUT, EXIT_OK, EXIT_RUNTIME, RunOptions, SchedulerApp
+from scheduler.app import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    EXIT_RUNTIME,
+    RunOptions,
+    SchedulerApp,
+)
 from scheduler.client.connection import Connection, ConnectionSettings
 from scheduler.config import (
     ConfigError,
@@ -23,6 +29,10 @@ from scheduler.config import (
     load_config,
     write_config,
 )
+from scheduler.server import DelegationOptions, ServingOptions
+from scheduler.serving.authn_config import ClientCA
+from scheduler.serving.certs import CertError, ServingCert, serving_cert
+from scheduler.serving.flags import parse_duration, parse_paths
 
 
 def load_or_exit(path: str | None) -> SchedulerConfiguration | int:
@@ -100,6 +110,64 @@ def tune_gc() -> None:
     gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)
 
 
+def serving_options(
+    args: argparse.Namespace,
+) -> tuple[ServingOptions, ServingCert, DelegationOptions] | int:
+    """The serving flags checked, and the serving certificate read or made, before the
+    cluster is touched: a bad value exits 2 with one line naming the flag."""
+
+    def bad(flag: str, why: object) -> int:
+        print(f"kube-async-scheduler: invalid flag --{flag}: {why}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+    if not 0 <= args.secure_port <= 65535:
+        return bad("secure-port", f"{args.secure_port} is not a port (0-65535)")
+    ttls: dict[str, float] = {}
+    for flag in (
+        "authentication-token-webhook-cache-ttl",
+        "authorization-webhook-cache-authorized-ttl",
+        "authorization-webhook-cache-unauthorized-ttl",
+    ):
+        try:
+            ttls[flag] = parse_duration(getattr(args, flag.replace("-", "_")))
+        except ValueError as exc:
+            return bad(flag, exc)
+    try:
+        paths = parse_paths(args.authorization_always_allow_paths)
+    except ValueError as exc:
+        return bad("authorization-always-allow-paths", exc)
+    client_ca = None
+    if args.client_ca_file:
+        try:
+            client_ca = ClientCA.from_file(args.client_ca_file)
+        except (OSError, ValueError) as exc:
+            return bad("client-ca-file", f"{args.client_ca_file}: {exc}")
+    try:
+        cert = serving_cert(
+            cert_file=args.tls_cert_file,
+            key_file=args.tls_private_key_file,
+            cert_dir=args.cert_dir,
+            bind_address=args.bind_address,
+        )
+    except CertError as exc:
+        print(f"kube-async-scheduler: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return (
+        ServingOptions(
+            bind_address=args.bind_address,
+            secure_port=args.secure_port,
+            always_allow_paths=paths,
+        ),
+        cert,
+        DelegationOptions(
+            token_cache_ttl=ttls["authentication-token-webhook-cache-ttl"],
+            authorized_ttl=ttls["authorization-webhook-cache-authorized-ttl"],
+            unauthorized_ttl=ttls["authorization-webhook-cache-unauthorized-ttl"],
+            client_ca=client_ca,
+        ),
+    )
+
+
 def run_scheduler(args: argparse.Namespace) -> int:
     loaded = load_or_exit(args.config)
     if isinstance(loaded, int):
@@ -108,10 +176,14 @@ def run_scheduler(args: argparse.Namespace) -> int:
     if args.write_config_to:
         write_config(cfg, args.write_config_to)
         return EXIT_OK
+    serving = serving_options(args)
+    if isinstance(serving, int):
+        return serving
     options = RunOptions(
         kubeconfig=args.kubeconfig,
-        bind_address=args.bind_address,
-        port=args.port,
+        serving=serving[0],
+        serving_cert=serving[1],
+        delegation=serving[2],
         leader_elect=args.leader_elect,
         preemption_policies=bool(getattr(args, "preemption_policies", False)),
     )

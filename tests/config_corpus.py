@@ -764,7 +764,7 @@ def check_process(case: Case, workdir: Path) -> Verdict:
     started = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "scheduler", "run", "--config", str(path),
-         "--kubeconfig", str(workdir / "absent-kubeconfig"), "--port", "0"],
+         "--kubeconfig", str(workdir / "absent-kubeconfig"), "--secure-port", "0"],
         capture_output=True, timeout=30, check=False, cwd=ROOT, env=env,
     )  # fmt: skip
     seconds = time.perf_counter() - started

@@ -92,17 +92,7 @@ class Release:
 
     def token(self, seconds: int = 3600) -> str:
         """A TokenRequest token for the chart's ServiceAccount."""
-        body = {
-            "apiVersion": "authentication.k8s.io/v1",
-            "kind": "TokenRequest",
-            "spec": {"expirationSeconds": seconds},
-        }
-        out = self.cluster.api(
-            "POST",
-            f"/api/v1/namespaces/{self.namespace}/serviceaccounts/{self.service_account}/token",
-            body,
-        )
-        return str(out["status"]["token"])
+        return service_account_token(self.cluster, self.namespace, self.service_account, seconds)
 
     def write_kubeconfig(self, path: Path) -> Path:
         """A kubeconfig with the ServiceAccount's bearer token and the cluster CA only
@@ -126,8 +116,27 @@ class Release:
         return path
 
 
+def service_account_token(
+    cluster: ClusterHandle, namespace: str, name: str, seconds: int = 3600
+) -> str:
+    """A TokenRequest token for ServiceAccount namespace/name."""
+    body = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": seconds},
+    }
+    path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"
+    return str(cluster.api("POST", path, body)["status"]["token"])
+
+
 def install(cluster: ClusterHandle, name: str, namespace: str, *sets: str) -> Release:
+    """`helm install` with these --set values. The aggregated explain API is off unless a
+    value names it: its APIService points at the chart's ClusterIP Service, which nothing
+    routes here (no kube-proxy), and an unavailable aggregated API stalls namespace
+    deletion (the namespace controller waits for every group's discovery)."""
     args = ["install", name, str(CHART), "-n", namespace, "--create-namespace"]
+    if not any(s.startswith("explainAPI.") for s in sets):
+        sets = ("explainAPI.enabled=false", *sets)
     for s in sets:
         args += ["--set", s]
     helm(cluster, *args)

@@ -42,8 +42,9 @@ from kas_dev.cluster.api import AdminClient
 from kas_dev.cluster.binaries import Binaries, find_binaries
 from kas_dev.cluster.errors import ClusterError
 from kas_dev.cluster.nodes import NodeGroup, default_mix, node_manifests
-from kas_dev.cluster.pki import Pki, make_pki, pki_paths
+from kas_dev.cluster.pki import FRONT_PROXY_CLIENT_CN, Pki, make_pki, pki_paths
 from kas_dev.cluster.ports import LOOPBACK, free_port, port_in_use
+from kas_dev.cluster.scheduler_https import ClientCert, register_admin
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +121,12 @@ class LocalCluster:
 
     def _pki(self) -> Pki:
         return pki_paths(self.pki_dir)
+
+    def admin_client_cert(self) -> ClientCert:
+        """The admin identity (system:masters) as a client certificate: what the
+        harness presents to a scheduler's HTTPS port (scheduler_https.scheduler_get)."""
+        p = self._pki()
+        return ClientCert(p.admin_cert, p.admin_key)
 
     def admin(self, timeout: float = 10.0) -> AdminClient:
         p = self._pki()
@@ -270,6 +277,16 @@ class LocalCluster:
                 f"--tls-cert-file={p.server_cert}",
                 f"--tls-private-key-file={p.server_key}",
                 f"--client-ca-file={p.ca_cert}",
+                # the front proxy: what the aggregator presents when it forwards a user
+                # to an aggregated API (the scheduler's explain API), published with the
+                # client CA in kube-system/extension-apiserver-authentication
+                f"--requestheader-client-ca-file={p.front_proxy_ca_cert}",
+                f"--requestheader-allowed-names={FRONT_PROXY_CLIENT_CN}",
+                "--requestheader-username-headers=X-Remote-User",
+                "--requestheader-group-headers=X-Remote-Group",
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                f"--proxy-client-cert-file={p.front_proxy_client_cert}",
+                f"--proxy-client-key-file={p.front_proxy_client_key}",
                 "--authorization-mode=Node,RBAC",
                 f"--service-account-issuer={issuer}",
                 f"--api-audiences={issuer}",
@@ -423,6 +440,7 @@ class LocalCluster:
 
     def _write_kubeconfig(self) -> None:
         p = self._pki()
+        register_admin(self.api_url, ClientCert(p.admin_cert, p.admin_key), p.ca_cert)
         self.write_kubeconfig(self.kubeconfig, "admin", p.admin_cert, p.admin_key)
         self.write_kubeconfig(self.dir / "kwok-kubeconfig", "kwok", p.kwok_cert, p.kwok_key)
 

@@ -36,6 +36,13 @@ class Pki:
     kwok_key: Path
     sa_key: Path
     sa_pub: Path
+    # the front proxy (the aggregator forwarding users to aggregated APIs such as the
+    # scheduler's explain API): its own CA, as kubeadm, and the client the API server
+    # presents (--proxy-client-cert-file) with the CN allowed in requestheader-allowed-names
+    front_proxy_ca_cert: Path
+    front_proxy_ca_key: Path
+    front_proxy_client_cert: Path
+    front_proxy_client_key: Path
 
 
 def pki_paths(folder: Path) -> Pki:
@@ -50,7 +57,14 @@ def pki_paths(folder: Path) -> Pki:
         kwok_key=folder / "kwok.key",
         sa_key=folder / "sa.key",
         sa_pub=folder / "sa.pub",
+        front_proxy_ca_cert=folder / "front-proxy-ca.crt",
+        front_proxy_ca_key=folder / "front-proxy-ca.key",
+        front_proxy_client_cert=folder / "front-proxy-client.crt",
+        front_proxy_client_key=folder / "front-proxy-client.key",
     )
+
+
+FRONT_PROXY_CLIENT_CN = "front-proxy-client"  # kubeadm's name for it
 
 
 def _key() -> ec.EllipticCurvePrivateKey:
@@ -75,13 +89,15 @@ def _name(cn: str, org: str | None = None) -> x509.Name:
     return x509.Name(attrs)
 
 
-def make_pki(folder: Path) -> Pki:
-    folder.mkdir(parents=True, exist_ok=True)
+def _validity() -> tuple[datetime.datetime, datetime.datetime]:
     now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
-    until = now + datetime.timedelta(days=365)
+    return now, now + datetime.timedelta(days=365)
 
+
+def _ca(cn: str) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    now, until = _validity()
     ca_key = _key()
-    ca_name = _name("kube-async-scheduler-local-ca")
+    ca_name = _name(cn)
     ca = (
         x509.CertificateBuilder()
         .subject_name(ca_name)
@@ -107,6 +123,41 @@ def make_pki(folder: Path) -> Pki:
         )
         .sign(ca_key, hashes.SHA256())
     )
+    return ca, ca_key
+
+
+def issue_client_cert(
+    ca_cert: Path, ca_key: Path, cn: str, orgs: list[str], cert_out: Path, key_out: Path
+) -> None:
+    """A client certificate (CN = user, O = groups) signed by the CA in these files."""
+    ca = x509.load_pem_x509_certificate(ca_cert.read_bytes())
+    signer = serialization.load_pem_private_key(ca_key.read_bytes(), None)
+    assert isinstance(signer, ec.EllipticCurvePrivateKey)
+    now, until = _validity()
+    key = _key()
+    attrs = [x509.NameAttribute(NameOID.COMMON_NAME, cn)]
+    attrs += [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in orgs]
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name(attrs))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(until)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(signer, hashes.SHA256())
+    )
+    cert_out.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    _write_key(key_out, key)
+
+
+def make_pki(folder: Path) -> Pki:
+    folder.mkdir(parents=True, exist_ok=True)
+    now, until = _validity()
+    ca, ca_key = _ca("kube-async-scheduler-local-ca")
+    ca_name = ca.subject
 
     def leaf(
         cn: str, org: str | None, server: bool
@@ -165,4 +216,11 @@ def make_pki(folder: Path) -> Pki:
     p.sa_pub.write_bytes(
         sa_key.public_key().public_bytes(pem, serialization.PublicFormat.SubjectPublicKeyInfo)
     )
+    proxy_ca, proxy_ca_key = _ca("kube-async-scheduler-local-front-proxy-ca")
+    p.front_proxy_ca_cert.write_bytes(proxy_ca.public_bytes(pem))
+    _write_key(p.front_proxy_ca_key, proxy_ca_key)
+    issue_client_cert(
+        p.front_proxy_ca_cert, p.front_proxy_ca_key, FRONT_PROXY_CLIENT_CN, [],
+        p.front_proxy_client_cert, p.front_proxy_client_key,
+    )  # fmt: skip
     return p

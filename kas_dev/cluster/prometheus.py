@@ -3,8 +3,9 @@ ServiceMonitor says, and the check that every panel of the chart's dashboard ans
 
 There is no Prometheus Operator here, so the ServiceMonitor the chart renders is turned
 into its static equivalent: the operator names the job after the Service, scrapes the
-endpoints' `metrics` port at the given path, scheme, interval and timeout; with host
-networking the endpoint is 127.0.0.1:<server.port>, so that is the static target.
+endpoints' `https` port at the given path, scheme, interval and timeout, with the
+given token and TLS settings; with host networking the endpoint is
+127.0.0.1:<server.securePort>, so that is the static target.
 Prometheus itself listens on 127.0.0.1 only and keeps its data in the cluster directory;
 its pid is tracked with the cluster's, so `cluster down` stops it.
 """
@@ -34,10 +35,16 @@ NAME = "prometheus"
 
 
 def scrape_config(
-    service_monitor: dict[str, Any], service_name: str, targets: Iterable[str]
+    service_monitor: dict[str, Any],
+    service_name: str,
+    targets: Iterable[str],
+    *,
+    token_file: Path | None = None,
 ) -> list[dict[str, Any]]:
     """The static scrape configs equivalent to a ServiceMonitor's endpoints, for the
-    given Service and its (loopback) targets."""
+    given Service and its (loopback) targets. An endpoint's bearerTokenFile is a path in
+    Prometheus' pod (its ServiceAccount token): here `token_file` holds that token; its
+    tlsConfig's insecureSkipVerify and serverName carry over."""
     if service_monitor.get("kind") != "ServiceMonitor":
         raise ClusterError(f"not a ServiceMonitor: {service_monitor.get('kind')!r}")
     out = []
@@ -54,6 +61,19 @@ def scrape_config(
                 {"targets": list(targets), "labels": {"job": service_name}}
             ],
         }
+        if ep.get("bearerTokenFile"):
+            if token_file is None:
+                raise ClusterError("the ServiceMonitor scrapes with a token: give token_file")
+            cfg["authorization"] = {"type": "Bearer", "credentials_file": str(token_file)}
+        tls = ep.get("tlsConfig") or {}
+        tls_config = {
+            key: tls[src]
+            for src, key in (("insecureSkipVerify", "insecure_skip_verify"),
+                             ("serverName", "server_name"))
+            if src in tls
+        }  # fmt: skip
+        if tls_config:
+            cfg["tls_config"] = tls_config
         if "interval" in ep:
             cfg["scrape_interval"] = ep["interval"]
         if "scrapeTimeout" in ep:
@@ -181,6 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     st.add_argument("--service-monitor", type=Path, required=True, help="rendered YAML")
     st.add_argument("--service", required=True, help="the Service it selects (the job)")
     st.add_argument("--target", action="append", required=True, help="host:port to scrape")
+    st.add_argument(
+        "--token-file", type=Path, help="the token the ServiceMonitor's bearerTokenFile names"
+    )
     q = sub.add_parser("query", help="an instant query, printed as JSON")
     q.add_argument("--dir", default=".cluster")
     q.add_argument("promql")
@@ -189,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.cmd == "start":
             sm = yaml.safe_load(args.service_monitor.read_text())
-            url = start(cluster, scrape_config(sm, args.service, args.target))
+            scrape = scrape_config(sm, args.service, args.target, token_file=args.token_file)
+            url = start(cluster, scrape)
             print(url)
         else:
             if cluster.state is None or NAME not in cluster.state.ports:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,8 +29,9 @@ import yaml
 
 from kas_dev.cluster import prometheus
 from kas_dev.cluster.ports import LOOPBACK, free_port
+from kas_dev.cluster.scheduler_https import scheduler_get
 from tests.e2e.conftest import KWOK_LABEL, RealCluster
-from tests.helm_release import CHART, FAST_LEASE, helm, lease_holder
+from tests.helm_release import CHART, FAST_LEASE, helm, lease_holder, service_account_token
 from tests.kube import ClusterHandle, pod_manifest, wait_for
 from tests.preemption_helpers import create_priority_classes
 
@@ -67,7 +67,9 @@ def _values(rc: RealCluster, port: int, extra: dict[str, Any] | None = None) -> 
         "hostNetwork": True,
         "probeHost": LOOPBACK,
         "apiServer": {"host": LOOPBACK, "port": api_port},
-        "server": {"bindAddress": LOOPBACK, "port": port},
+        "server": {"bindAddress": LOOPBACK, "securePort": port},
+        # its APIService would point at a ClusterIP nothing routes here (no kube-proxy)
+        "explainAPI": {"enabled": False},
         "nodeSelector": {"kas.local/real-node": "true"},
         "leaderElection": {"enabled": True, "resourceName": LEASE},
         # one port per release on the shared loopback: never two pods of one release
@@ -105,19 +107,39 @@ def _available(cluster: ClusterHandle, name: str) -> bool:
     )
 
 
+def _prometheus_token(cluster: ClusterHandle, d: Path) -> Path:
+    cluster.api("POST", f"/api/v1/namespaces/{NS}/serviceaccounts",
+                {"metadata": {"name": "prometheus"}})  # fmt: skip
+    cluster.api(
+        "POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        {"metadata": {"name": "prometheus-kas-metrics"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": f"{RELEASE}-metrics-reader"},
+         "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": NS}]},
+    )  # fmt: skip
+    path = d / "prometheus-token"
+    path.write_text(service_account_token(cluster, NS, "prometheus", 86400))
+    return path
+
+
 def _scheduler_pods(cluster: ClusterHandle, release: str) -> list[dict[str, Any]]:
     sel = f"app.kubernetes.io/instance={release}"
     return [p for p in cluster.list_pods(NS, sel) if not p["metadata"].get("deletionTimestamp")]
 
 
-def _metrics(port: int) -> str:
-    with urllib.request.urlopen(f"http://{LOOPBACK}:{port}/metrics", timeout=5) as r:
-        return str(r.read().decode())
+def _metrics(rc: RealCluster, port: int) -> str:
+    """/metrics over HTTPS as the cluster's admin; the pod's self-signed certificate sits
+    in its emptyDir, so it is not verified here."""
+    status, body = scheduler_get(
+        f"https://{LOOPBACK}:{port}", "/metrics", client=rc.local.admin_client_cert(), timeout=5
+    )
+    assert status == 200, body
+    return body
 
 
-def _is_leader(port: int) -> bool:
+def _is_leader(rc: RealCluster, port: int) -> bool:
     try:
-        text = _metrics(port)
+        text = _metrics(rc, port)
     except OSError:
         return False
     return any(
@@ -180,7 +202,11 @@ def installed(
     ).stdout  # fmt: skip
     sm = yaml.safe_load(rendered)
     job = f"{RELEASE}-metrics"  # the Service the ServiceMonitor selects
-    url = prometheus.start(rc.local, prometheus.scrape_config(sm, job, [f"{LOOPBACK}:{port}"]))
+    # Prometheus scrapes over TLS with its own ServiceAccount's token, bound to the chart's
+    # metrics-reader ClusterRole, as an operator would bind the Prometheus Operator's
+    token_file = _prometheus_token(rc.handle, d)
+    scrape = prometheus.scrape_config(sm, job, [f"{LOOPBACK}:{port}"], token_file=token_file)
+    url = prometheus.start(rc.local, scrape)
     cluster = rc.handle
     cluster.create_namespace(WORK)
     create_priority_classes(cluster, {"e2e-low": 100, "e2e-high": 1000})
@@ -206,7 +232,7 @@ def test_install_ready_schedules_and_preempts_from_the_pod(installed: Installed)
     status = pod["status"]["containerStatuses"][0]
     assert status["ready"] and status["restartCount"] == 0, status
     # the single replica leads (leader election is on)
-    wait_for(lambda: _is_leader(installed.port), timeout=60, interval=1, what="leader")
+    wait_for(lambda: _is_leader(installed.rc, installed.port), timeout=60, interval=1, what="leader")
     assert lease_holder(cluster, NS, LEASE)
 
     # a pod naming the scheduler is bound by it, from inside its pod
@@ -283,8 +309,9 @@ def test_prometheus_scrapes_it_and_every_dashboard_panel_answers(installed: Inst
         interval=1,
         what="target up",
     )
-    # loopback only, the ServiceMonitor's path and job
-    assert target["scrapeUrl"] == f"http://{LOOPBACK}:{installed.port}/metrics"
+    # loopback only, over TLS (with Prometheus' token: an unauthorized scrape is down),
+    # the ServiceMonitor's path and job
+    assert target["scrapeUrl"] == f"https://{LOOPBACK}:{installed.port}/metrics"
     assert target["labels"]["job"] == job
     # a scrape may time out on a loaded machine (the series then go stale for a moment):
     # wait for the series rather than asserting one instant
@@ -358,18 +385,18 @@ def test_two_pods_share_a_lease_and_hand_over_when_the_leader_pod_goes(
     )
     ports = {RELEASE: installed.port, SECOND: port_b}
     leaders = wait_for(
-        lambda: [r for r, p in ports.items() if _is_leader(p)] if lease_holder(cluster, NS, LEASE) else [],
+        lambda: [r for r, p in ports.items() if _is_leader(installed.rc, p)] if lease_holder(cluster, NS, LEASE) else [],
         timeout=60, interval=1, what="one leader",
     )  # fmt: skip
     assert len(leaders) == 1, leaders  # one Lease, one leader
     leader, follower = leaders[0], next(r for r in ports if r != leaders[0])
-    assert not _is_leader(ports[follower])
+    assert not _is_leader(installed.rc, ports[follower])
     holder = lease_holder(cluster, NS, LEASE)
     (pod,) = _scheduler_pods(cluster, leader)
     t0 = time.monotonic()
     cluster.api("DELETE", f"/api/v1/namespaces/{NS}/pods/{pod['metadata']['name']}")
     wait_for(
-        lambda: _is_leader(ports[follower]), timeout=60, interval=0.2, what="the follower leads"
+        lambda: _is_leader(installed.rc, ports[follower]), timeout=60, interval=0.2, what="the follower leads"
     )
     handover = time.monotonic() - t0
     new_holder = lease_holder(cluster, NS, LEASE)

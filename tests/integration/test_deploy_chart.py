@@ -108,11 +108,14 @@ def test_helm_install_is_accepted_object_by_object(
     kinds = sorted(o["kind"] for o in objects)
     assert kinds == sorted(
         ["ServiceAccount", "ConfigMap", "ConfigMap", "Service", "Deployment",
-         "PodDisruptionBudget", "NetworkPolicy", "Role", "RoleBinding", "ClusterRole",
-         "ClusterRoleBinding", "CustomResourceDefinition"]
+         "PodDisruptionBudget", "NetworkPolicy", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding",
+         "CustomResourceDefinition",
+         # serving: metrics-reader, auth-delegator, the kube-system authentication reader
+         "ClusterRole", "ClusterRoleBinding", "RoleBinding"]
     )  # fmt: skip
     for obj in objects:
-        code, stored = _get(cluster, obj["kind"], NS, obj["metadata"]["name"])
+        ns = obj["metadata"].get("namespace", NS)
+        code, stored = _get(cluster, obj["kind"], ns, obj["metadata"]["name"])
         assert code == 200, f"{obj['kind']}/{obj['metadata']['name']}: {stored}"
         labels = stored["metadata"].get("labels") or {}
         assert labels.get("app.kubernetes.io/instance") == RELEASE
@@ -436,7 +439,8 @@ def test_the_plain_manifests_are_accepted_by_the_api_server(
     for doc in docs:
         if doc["kind"] == "Namespace":
             continue
-        code, _ = _get(cluster, doc["kind"], NS, doc["metadata"]["name"])
+        ns = doc["metadata"].get("namespace", NS)
+        code, _ = _get(cluster, doc["kind"], ns, doc["metadata"]["name"])
         assert code == 200, f"{doc['kind']}/{doc['metadata']['name']}"
     # one replica, no leader election: no Lease Role
     assert "Role" not in {d["kind"] for d in docs}
@@ -472,3 +476,23 @@ def test_the_service_account_may_run_the_preemption_policy_controller(
         assert "Forbidden" not in sched.log_path.read_text()
     finally:
         sched.stop()
+
+
+def test_the_explain_apis_certificate_is_kept_across_upgrades(make_cluster: Any) -> None:
+    """The chart generates the serving certificate and the APIService's caBundle once
+    (genCA) and reads them back with `lookup` on upgrade: an upgrade must not rotate them
+    (the running pods would serve a certificate the new caBundle does not vouch for)."""
+    cluster: ClusterHandle = make_cluster(0)
+    chart = str(ROOT / "charts" / "kube-async-scheduler")
+    name = "kas-api"
+    helm(cluster, "install", name, chart, "-n", NS, "--create-namespace",
+         "--set", "explainAPI.enabled=true")  # fmt: skip
+    secret_path = f"/api/v1/namespaces/{NS}/secrets/{name}-kube-async-scheduler-serving-cert"
+    api_path = "/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.explain.kas.io"
+    first = cluster.api("GET", secret_path)["data"]
+    assert cluster.api("GET", api_path)["spec"]["caBundle"] == first["ca.crt"]
+    helm(cluster, "upgrade", name, chart, "-n", NS, "--set", "explainAPI.enabled=true",
+         "--set", "logLevel=3")  # fmt: skip
+    assert cluster.api("GET", secret_path)["data"] == first
+    assert cluster.api("GET", api_path)["spec"]["caBundle"] == first["ca.crt"]
+    helm(cluster, "uninstall", name, "-n", NS)

@@ -18,6 +18,7 @@ from kas_dev.cluster.nodes import NodeGroup
 from scheduler.app import RunOptions, SchedulerApp
 from scheduler.client.connection import Connection
 from scheduler.config import default_config
+from scheduler.server import ServingOptions
 from tests.kube import ClusterHandle, pod_manifest
 from tests.workloads import create_all
 
@@ -54,7 +55,7 @@ async def test_every_pod_without_an_event_is_counted_as_a_dropped_event(
     app = SchedulerApp(
         cfg,
         conn,
-        RunOptions(bind_address="127.0.0.1", port=0, leader_elect=False, event_buffer_size=20),
+        RunOptions(serving=ServingOptions(bind_address="127.0.0.1", secure_port=0), leader_elect=False, event_buffer_size=20),
     )
     run = asyncio.create_task(app.run())
     try:

@@ -303,8 +303,12 @@ def test_the_victim_cap_refuses_then_a_raised_cap_takes_effect_at_once(env: Env)
 
 
 def _explain(env: Env, key: str, *, output: str = "json") -> str:
+    admin = env.sched.admin
+    assert admin is not None
     res = subprocess.run(
-        [sys.executable, "-m", "scheduler", "explain", key, "--url", env.sched.url, "-o", output],
+        [sys.executable, "-m", "scheduler", "explain", key, "--url", env.sched.url, "-o", output,
+         "--client-certificate", str(admin.cert), "--client-key", str(admin.key),
+         "--certificate-authority", str(env.sched.server_ca)],
         capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     return res.stdout

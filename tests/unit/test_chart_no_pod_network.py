@@ -56,7 +56,8 @@ def test_no_pod_network_values() -> None:
     assert spec["dnsPolicy"] == "ClusterFirstWithHostNet"
     for probe in ("livenessProbe", "readinessProbe"):
         assert c[probe]["httpGet"]["host"] == "127.0.0.1"
-        assert c[probe]["httpGet"]["port"] == "metrics"
+        assert c[probe]["httpGet"]["port"] == "https"
+        assert c[probe]["httpGet"]["scheme"] == "HTTPS"
     env = {e["name"]: e.get("value") for e in c["env"]}
     assert env["KUBERNETES_SERVICE_HOST"] == "127.0.0.1"
     assert env["KUBERNETES_SERVICE_PORT"] == "6443"

@@ -7,6 +7,7 @@ hack/install-binaries.sh puts it), then PATH; without it these tests skip.
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
@@ -22,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "kube-async-scheduler"
 RELEASE = "kas"
 NAMESPACE = "sched-system"
+FULLNAME = f"{RELEASE}-kube-async-scheduler"
 
 UPSTREAM_DASHBOARD_METRICS = (
     "scheduler_schedule_attempts_total",
@@ -137,10 +139,20 @@ def test_defaults_render_the_expected_objects(tmp_path: Path) -> None:
             "Service",
             "Deployment",
             "CustomResourceDefinition",
+            # serving (templates/rbac-serving.yaml, apiservice.yaml)
+            "ClusterRole",  # metrics-reader
+            "ClusterRole",  # explain-reader, aggregated to view/edit/admin
+            "ClusterRoleBinding",  # system:auth-delegator
+            "RoleBinding",  # kube-system extension-apiserver-authentication-reader
+            "Secret",  # the serving certificate the APIService's caBundle vouches for
+            "APIService",
         ]
     )
+    cluster_scoped = ("ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "APIService")
     for d in docs:
-        if d["kind"] not in ("ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"):
+        if d["kind"] == "RoleBinding":
+            assert d["metadata"]["namespace"] == "kube-system"
+        elif d["kind"] not in cluster_scoped:
             assert d["metadata"]["namespace"] == NAMESPACE, d["kind"]
 
 
@@ -176,7 +188,8 @@ def test_config_mount_and_args_agree(tmp_path: Path) -> None:
     assert mount["readOnly"] is True
     assert config_path == f"{mount['mountPath']}/config.yaml"
     assert config_path == "/etc/kube-async-scheduler/config.yaml"
-    assert args[args.index("--port") + 1] == "10251"
+    assert "--port" not in args  # no plain-HTTP port (issue 21)
+    assert args[args.index("--secure-port") + 1] == "10259"
     assert args[args.index("--bind-address") + 1] == "0.0.0.0"
     assert args[args.index("-v") + 1] == "2"
     dep = one(docs, "Deployment")
@@ -203,11 +216,13 @@ def test_security_context_is_locked_down(tmp_path: Path) -> None:
 def test_probes_and_ports(tmp_path: Path) -> None:
     docs = render(tmp_path)
     c = container(docs)
-    assert c["ports"] == [{"name": "metrics", "containerPort": 10251, "protocol": "TCP"}]
-    assert c["livenessProbe"]["httpGet"] == {"path": "/livez", "port": "metrics"}
-    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+    assert c["ports"] == [{"name": "https", "containerPort": 10259, "protocol": "TCP"}]
+    assert c["livenessProbe"]["httpGet"] == {"path": "/livez", "port": "https", "scheme": "HTTPS"}
+    assert c["readinessProbe"]["httpGet"] == {
+        "path": "/readyz", "port": "https", "scheme": "HTTPS",
+    }  # fmt: skip
     svc = one(docs, "Service")
-    assert svc["spec"]["ports"][0]["targetPort"] == "metrics"
+    assert svc["spec"]["ports"][0]["targetPort"] == "https"
     assert svc["spec"]["publishNotReadyAddresses"] is True
     pod_labels = one(docs, "Deployment")["spec"]["template"]["metadata"]["labels"]
     assert svc["spec"]["selector"].items() <= pod_labels.items()
@@ -360,7 +375,7 @@ def test_notes_tell_how_to_opt_in(tmp_path: Path) -> None:
 
 def lease_rbac(docs: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
     role = one(docs, "Role")
-    binding = one(docs, "RoleBinding")
+    binding = one(docs, "RoleBinding", f"{FULLNAME}-leader-election")
     return role, binding
 
 
@@ -508,7 +523,7 @@ NAMED_RULES = {("apiextensions.k8s.io", "customresourcedefinitions"): ["preempti
 
 def test_cluster_role_is_least_privilege(tmp_path: Path) -> None:
     docs = render(tmp_path, None, "replicas=2")
-    cr = one(docs, "ClusterRole")
+    cr = one(docs, "ClusterRole", FULLNAME)
     granted: dict[tuple[str, str], set[str]] = {}
     for rule in cr["rules"]:
         if "resourceNames" in rule:
@@ -526,7 +541,7 @@ def test_cluster_role_is_least_privilege(tmp_path: Path) -> None:
             assert "*" not in rule["verbs"] and "*" not in rule["resources"]
             assert "secrets" not in rule["resources"]
             assert "configmaps" not in rule["resources"]
-    crb = one(docs, "ClusterRoleBinding")
+    crb = one(docs, "ClusterRoleBinding", FULLNAME)
     assert crb["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",
         "kind": "ClusterRole",
@@ -571,11 +586,15 @@ def test_service_monitor_only_when_enabled(tmp_path: Path) -> None:
     assert sm["apiVersion"] == "monitoring.coreos.com/v1"
     assert sm["metadata"]["labels"]["release"] == "prom"
     (ep,) = sm["spec"]["endpoints"]
-    assert ep["port"] == "metrics" and ep["path"] == "/metrics" and ep["interval"] == "15s"
+    assert ep["port"] == "https" and ep["path"] == "/metrics" and ep["interval"] == "15s"
+    # over TLS with Prometheus' own token, as kube-prometheus scrapes kube-scheduler
+    assert ep["scheme"] == "https"
+    assert ep["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    assert ep["tlsConfig"] == {"insecureSkipVerify": True}
     svc = one(docs, "Service")
     assert sm["spec"]["selector"]["matchLabels"].items() <= svc["metadata"]["labels"].items()
     assert sm["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
-    assert [p["name"] for p in svc["spec"]["ports"]] == ["metrics"]
+    assert [p["name"] for p in svc["spec"]["ports"]] == ["https"]
 
 
 def test_dashboard_is_real_grafana_json_on_upstream_metrics(tmp_path: Path) -> None:
@@ -749,7 +768,7 @@ def test_graceful_stop_hook_runs_as_its_own_hook_service_account(tmp_path: Path)
         (("leaderElection.enabled=maybe",), None, "/leaderElection/enabled"),
         (("leaderElection.leaseDuration=15",), None, "/leaderElection/leaseDuration"),
         (("image.pullPolicy=Sometimes",), None, "/image/pullPolicy"),
-        (("server.port=70000",), None, "/server/port"),
+        (("server.securePort=70000",), None, "/server/securePort"),
         (("server.securePort=0",), None, "/server/securePort"),
         (("podDisruptionBudget.enabled=sometimes",), None, "/podDisruptionBudget/enabled"),
         (("networkPolicy.enabled=yes",), None, "/networkPolicy/enabled"),
@@ -888,8 +907,85 @@ def test_preemption_policies_crd_rbac_and_flag_follow_one_value(tmp_path: Path) 
     off = render(tmp_path, None, "preemptionPolicies.enabled=false")
     assert "CustomResourceDefinition" not in kinds(off)
     assert "--preemption-policies" not in container(off)["args"]
-    groups = {g for r in one(off, "ClusterRole")["rules"] for g in r["apiGroups"]}
+    groups = {g for r in one(off, "ClusterRole", FULLNAME)["rules"] for g in r["apiGroups"]}
     assert "scheduling.kas.io" not in groups
     kept = render(tmp_path, None, "preemptionPolicies.installCRD=false")
     assert "CustomResourceDefinition" not in kinds(kept)
     assert "--preemption-policies" in container(kept)["args"]
+
+
+# --- serving (HTTPS, delegated auth, the explain API) -----------------------------------
+
+
+def test_serving_certificate_and_apiservice_agree(tmp_path: Path) -> None:
+    from cryptography import x509
+
+    docs = render(tmp_path)
+    secret = one(docs, "Secret", f"{FULLNAME}-serving-cert")
+    assert secret["type"] == "kubernetes.io/tls"
+    api = one(docs, "APIService", "v1alpha1.explain.kas.io")
+    assert api["spec"]["caBundle"] == secret["data"]["ca.crt"]
+    svc = one(docs, "Service")
+    assert api["spec"]["service"] == {
+        "name": svc["metadata"]["name"], "namespace": NAMESPACE, "port": 10259,
+    }  # fmt: skip
+    # the aggregator dials <service>.<namespace>.svc and checks the name against caBundle
+    leaf = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))
+    ca = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["ca.crt"]))
+    leaf.verify_directly_issued_by(ca)
+    names = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert f"{svc['metadata']['name']}.{NAMESPACE}.svc" in names.get_values_for_type(x509.DNSName)
+    args = container(docs)["args"]
+    assert args[args.index("--tls-cert-file") + 1].endswith("/tls.crt")
+    assert "--cert-dir" not in args
+    vols = one(docs, "Deployment")["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "serving-cert", "secret": {"secretName": secret["metadata"]["name"]}} in vols
+
+
+def test_without_the_explain_api_a_self_signed_cert_in_an_emptydir(tmp_path: Path) -> None:
+    docs = render(tmp_path, None, "explainAPI.enabled=false")
+    assert not {"APIService", "Secret"} & set(kinds(docs))
+    c = container(docs)
+    cert_dir = c["args"][c["args"].index("--cert-dir") + 1]
+    (mount,) = [m for m in c["volumeMounts"] if m["mountPath"] == cert_dir]
+    vols = one(docs, "Deployment")["spec"]["template"]["spec"]["volumes"]
+    (vol,) = [v for v in vols if v["name"] == mount["name"]]
+    assert "emptyDir" in vol  # the root filesystem is read-only
+
+
+def test_a_mounted_serving_secret_needs_the_ca_bundle_for_the_apiservice(tmp_path: Path) -> None:
+    err = render_fails(tmp_path, None, "server.tlsSecretName=mine")
+    assert "explainAPI.caBundle" in err
+    docs = render(tmp_path, None, "server.tlsSecretName=mine", "explainAPI.caBundle=Q0E=")
+    assert one(docs, "APIService")["spec"]["caBundle"] == "Q0E="
+    assert "Secret" not in kinds(docs)
+    vols = one(docs, "Deployment")["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "serving-cert", "secret": {"secretName": "mine"}} in vols
+
+
+def test_serving_rbac(tmp_path: Path) -> None:
+    docs = render(tmp_path)
+    sa = {"kind": "ServiceAccount", "name": FULLNAME, "namespace": NAMESPACE}
+    delegator = one(docs, "ClusterRoleBinding", f"{FULLNAME}-auth-delegator")
+    assert delegator["roleRef"]["name"] == "system:auth-delegator"  # tokenreviews, SARs
+    assert delegator["subjects"] == [sa]
+    reader = one(docs, "RoleBinding", f"{FULLNAME}-authentication-reader")
+    assert reader["metadata"]["namespace"] == "kube-system"
+    assert reader["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+        "name": "extension-apiserver-authentication-reader",
+    }  # fmt: skip
+    metrics = one(docs, "ClusterRole", f"{FULLNAME}-metrics-reader")
+    assert metrics["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    explain = one(docs, "ClusterRole", f"{FULLNAME}-explain-reader")
+    assert explain["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"] == "true"
+    assert explain["rules"] == [
+        {"apiGroups": ["explain.kas.io"], "resources": ["pods"], "verbs": ["get"]}
+    ]
+
+
+def test_always_allowed_paths_reach_the_flag(tmp_path: Path) -> None:
+    args = container(render(tmp_path))["args"]
+    assert args[args.index("--authorization-always-allow-paths") + 1] == "/healthz,/readyz,/livez"
+    err = render_fails(tmp_path, None, "server.alwaysAllowPaths={/a*b}")
+    assert "alwaysAllowPaths" in err

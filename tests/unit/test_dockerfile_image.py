@@ -153,7 +153,7 @@ def test_cmd_config_path_matches_the_chart_mount() -> None:
 
 def test_exposed_port_matches_the_chart() -> None:
     (expose,) = FINAL.all("EXPOSE")
-    assert expose == str(chart_values()["server"]["port"]) == "10251"
+    assert expose == str(chart_values()["server"]["securePort"]) == "10259"
 
 
 def _scheduler_run_exists() -> bool:
@@ -179,7 +179,7 @@ def test_cli_accepts_the_default_command() -> None:
         cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr
-    for flag in ("--config", "--kubeconfig", "--bind-address", "--port", "-v"):
+    for flag in ("--config", "--kubeconfig", "--bind-address", "--secure-port", "--cert-dir", "-v"):
         assert re.search(rf"(^|[\s\[,]){re.escape(flag)}[\s\]=]", proc.stdout), flag
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -52,9 +53,24 @@ def test_a_malformed_target_is_bad_input(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_an_unreachable_scheduler_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    url = f"http://127.0.0.1:{free_port()}"
+    url = f"https://127.0.0.1:{free_port()}"
     assert main(["explain", "ns/p", "--url", url, "--timeout", "2"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("kube-async-scheduler: error: cannot reach the scheduler") and (
+    assert err.startswith(f"kube-async-scheduler: error: cannot reach {url}") and (
         err.count("\n") == 1
     )
+
+
+def test_plain_http_urls_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "ns/p", "--url", "http://127.0.0.1:10251"]) == 2
+    assert "--url must be https://" in capsys.readouterr().err
+
+
+def test_an_unreadable_kubeconfig_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = str(tmp_path / "absent")
+    assert main(["explain", "ns/p", "--kubeconfig", missing, "--timeout", "2"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("kube-async-scheduler: error: cannot reach the API server")
+    assert err.count("\n") == 1

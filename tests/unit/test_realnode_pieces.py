@@ -86,9 +86,11 @@ SERVICE_MONITOR = {
     "spec": {
         "endpoints": [
             {
-                "port": "metrics",
+                "port": "https",
                 "path": "/metrics",
-                "scheme": "http",
+                "scheme": "https",
+                "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                "tlsConfig": {"insecureSkipVerify": True},
                 "interval": "30s",
                 "scrapeTimeout": "10s",
             }
@@ -98,15 +100,22 @@ SERVICE_MONITOR = {
 
 
 def test_service_monitor_becomes_a_static_scrape_config() -> None:
-    (cfg,) = prometheus.scrape_config(SERVICE_MONITOR, "kas-metrics", ["127.0.0.1:10251"])
+    token = Path("/c/prometheus-token")
+    (cfg,) = prometheus.scrape_config(
+        SERVICE_MONITOR, "kas-metrics", ["127.0.0.1:10259"], token_file=token
+    )
     assert cfg == {
         "job_name": "kas-metrics",
         "metrics_path": "/metrics",
-        "scheme": "http",
+        "scheme": "https",
+        "authorization": {"type": "Bearer", "credentials_file": str(token)},
+        "tls_config": {"insecure_skip_verify": True},
         "scrape_interval": "30s",
         "scrape_timeout": "10s",
-        "static_configs": [{"targets": ["127.0.0.1:10251"], "labels": {"job": "kas-metrics"}}],
+        "static_configs": [{"targets": ["127.0.0.1:10259"], "labels": {"job": "kas-metrics"}}],
     }
+    with pytest.raises(ClusterError, match="token_file"):
+        prometheus.scrape_config(SERVICE_MONITOR, "kas-metrics", ["127.0.0.1:10259"])
 
 
 def test_relabelings_are_refused_rather_than_dropped() -> None:

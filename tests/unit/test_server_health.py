@@ -1,28 +1,42 @@
-"""scheduler.server: /healthz /livez /readyz checks and /metrics, on a real socket."""
+"""scheduler.server: /healthz /livez /readyz checks and /metrics, on a real TLS socket:
+health open to anyone with reasons withheld (and logged), /metrics for the admin."""
 
 from __future__ import annotations
 
+import logging
+import ssl
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import aiohttp
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 
+from kas_dev.cluster.scheduler_https import serving_ca
 from scheduler.server import HealthServer
+from tests.serving_helpers import Served, make_served
+
+_SERVED: dict[int, Served] = {}
 
 
 @pytest.fixture
-async def server() -> AsyncIterator[HealthServer]:
+async def server(tmp_path: Path) -> AsyncIterator[HealthServer]:
     registry = CollectorRegistry()
     Counter("demo_total", "A demo counter.", registry=registry).inc(3)
-    srv = HealthServer(registry, host="127.0.0.1", port=0)
-    await srv.start()
-    yield srv
-    await srv.stop()
+    served = make_served(tmp_path, registry)
+    _SERVED[id(served.server)] = served
+    await served.server.start()
+    yield served.server
+    await served.server.stop()
 
 
 async def get(srv: HealthServer, path: str) -> tuple[int, str, str]:
-    async with aiohttp.ClientSession() as session, session.get(srv.url + path) as resp:
+    """Anonymous on the health paths; with the admin client certificate elsewhere."""
+    served = _SERVED[id(srv)]
+    ctx = ssl.create_default_context(cafile=str(serving_ca(served.cert_dir)))
+    if path.split("?")[0] not in ("/healthz", "/livez", "/readyz"):
+        ctx.load_cert_chain(str(served.admin.cert), str(served.admin.key))
+    async with aiohttp.ClientSession() as session, session.get(srv.url + path, ssl=ctx) as resp:
         return resp.status, await resp.text(), resp.headers.get("Content-Type", "")
 
 
@@ -42,19 +56,28 @@ async def test_readyz_names_the_failing_readiness_check(server: HealthServer) ->
     )
     status, body, _ = await get(server, "/readyz")
     assert status == 500
-    assert "[-]sched-handler-sync failed: waiting for handlers to sync" in body
+    assert "[-]sched-handler-sync failed: reason withheld" in body
+    assert "waiting for handlers" not in body
     assert body.rstrip().endswith("readyz check failed")
     assert (await get(server, "/healthz"))[0] == 200  # readiness is not health
     synced = True
     assert (await get(server, "/readyz"))[:2] == (200, "ok")
 
 
-async def test_a_failing_health_check_fails_healthz_livez_and_readyz(server: HealthServer) -> None:
+async def test_a_failing_health_check_fails_healthz_livez_and_readyz(
+    server: HealthServer, caplog: pytest.LogCaptureFixture
+) -> None:
     server.add_health_check("leaderElection", lambda: "failed election to renew leadership")
+    caplog.set_level(logging.INFO, logger="scheduler.server")
     for path in ("/healthz", "/livez", "/readyz"):
         status, body, _ = await get(server, path)
         assert status == 500, path
-        assert "[-]leaderElection failed: failed election to renew leadership" in body
+        # the body is public: the reason is withheld there, and logged (healthz.go)
+        assert "[-]leaderElection failed: reason withheld" in body
+        assert "renew leadership" not in body
+    assert "[-]leaderElection failed: failed election to renew leadership" in caplog.text
+    status, body, _ = await get(server, "/healthz?verbose")
+    assert status == 500 and "renew leadership" not in body
 
 
 async def test_shutdown_makes_readyz_fail_but_not_healthz(server: HealthServer) -> None:
@@ -93,15 +116,15 @@ async def test_metrics_exposes_the_given_registry(server: HealthServer) -> None:
     assert content_type.startswith("text/plain")
 
 
-def test_duplicate_check_names_are_refused() -> None:
-    srv = HealthServer(CollectorRegistry())
+def test_duplicate_check_names_are_refused(tmp_path: Path) -> None:
+    srv = make_served(tmp_path).server
     srv.add_health_check("a", lambda: None)
     with pytest.raises(ValueError):
         srv.add_readiness_check("a", lambda: None)
 
 
-async def test_start_twice_is_refused_and_stop_is_idempotent() -> None:
-    srv = HealthServer(CollectorRegistry(), host="127.0.0.1", port=0)
+async def test_start_twice_is_refused_and_stop_is_idempotent(tmp_path: Path) -> None:
+    srv = make_served(tmp_path).server
     await srv.start()
     with pytest.raises(RuntimeError):
         await srv.start()

@@ -4,12 +4,13 @@ fails /healthz; ends during shutdown, and legitimate returns, do not."""
 from __future__ import annotations
 
 import asyncio
+import logging
+from pathlib import Path
 
-import aiohttp
 import pytest
 
-from scheduler.server import HealthServer
 from scheduler.supervisor import Supervisor
+from tests.serving_helpers import make_served
 
 
 async def forever() -> None:
@@ -78,23 +79,26 @@ async def test_watch_adopts_a_task_created_elsewhere_and_names_must_be_unique() 
     await asyncio.gather(task, return_exceptions=True)
 
 
-async def test_a_dead_task_fails_healthz_on_the_health_server() -> None:
+async def test_a_dead_task_fails_healthz_on_the_health_server(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     guard = Supervisor()
-    server = HealthServer(host="127.0.0.1", port=0)
+    served = make_served(tmp_path)
+    server = served.server
     server.add_health_check("background-tasks", guard.healthz)
     await server.start()
+    caplog.set_level(logging.INFO, logger="scheduler.server")
     try:
-        async with aiohttp.ClientSession() as session:
-            async with session.get(server.url + "/healthz") as resp:
-                assert resp.status == 200
-            task = guard.spawn("informer-nodes", crash(RuntimeError("watch decoder bug")))
-            await asyncio.gather(task, return_exceptions=True)
-            async with session.get(server.url + "/healthz") as resp:
-                body = await resp.text()
-                assert resp.status == 500
-            assert (
-                "[-]background-tasks failed: task informer-nodes died: "
-                "RuntimeError: watch decoder bug"
-            ) in body
+        assert (await served.get("/healthz"))[0] == 200
+        task = guard.spawn("informer-nodes", crash(RuntimeError("watch decoder bug")))
+        await asyncio.gather(task, return_exceptions=True)
+        status, body = await served.get("/healthz")
+        assert status == 500
+        # withheld from the public body, written to the log
+        assert "[-]background-tasks failed: reason withheld" in body
+        assert (
+            "[-]background-tasks failed: task informer-nodes died: "
+            "RuntimeError: watch decoder bug"
+        ) in caplog.text
     finally:
         await server.stop()

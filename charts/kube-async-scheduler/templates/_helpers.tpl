@@ -183,3 +183,16 @@ Called with (list probe probeHost); returns YAML.
 {{- end -}}
 {{- toYaml $probe -}}
 {{- end -}}
+
+{{/*
+The Secret (kubernetes.io/tls) the scheduler serves with: server.tlsSecretName, else the
+chart's own when the explain API is registered (templates/apiservice.yaml), else none
+(a self-signed certificate in --cert-dir).
+*/}}
+{{- define "kas.servingSecret" -}}
+{{- if .Values.server.tlsSecretName -}}
+{{ .Values.server.tlsSecretName }}
+{{- else if .Values.explainAPI.enabled -}}
+{{ include "kas.fullname" . }}-serving-cert
+{{- end -}}
+{{- end -}}
