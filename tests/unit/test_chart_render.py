@@ -706,7 +706,7 @@ def test_network_policy_peers_are_validated(tmp_path: Path) -> None:
 def test_cluster_role_grants_nothing_on_priority_classes(tmp_path: Path) -> None:
     # the scheduler reads a pod's spec.priority (written by the API server's Priority
     # admission), never a PriorityClass: no code of scheduler/ lists them
-    cr = one(render(tmp_path), "ClusterRole")
+    cr = one(render(tmp_path), "ClusterRole", FULLNAME)
     assert all("priorityclasses" not in rule["resources"] for rule in cr["rules"])
     sources = "\n".join(p.read_text() for p in (ROOT / "scheduler").rglob("*.py"))
     assert "priorityclasses" not in sources.lower()
