@@ -54,6 +54,10 @@ MEMO_SLACK = 1024
 # a group's key: namespace, labels, terminating
 GroupKey = tuple[str, frozenset[tuple[str, str]], bool]
 
+# the answer when no group can match: shared, so read-only
+_NO_SLOTS: IntArray = np.zeros(0, dtype=np.int64)
+_NO_SLOTS.flags.writeable = False
+
 
 @dataclass(frozen=True, slots=True)
 class PodQuery:
@@ -99,11 +103,14 @@ class PodMatcher:
         arrays (a slot may repeat, once per group). Gathered in lists and converted
         once: groups are often one pod on one node each, and two numpy arrays per
         group cost more than the rest of a 500-node affinity cycle."""
+        candidates = self.candidate_groups(query)
+        if not candidates:
+            return _NO_SLOTS, _NO_SLOTS
         token = self._token(query)
         admits = query.admits
         slots: list[int] = []
         counts: list[int] = []
-        for g in self.candidate_groups(query):
+        for g in candidates:
             memo = g.memo
             hit = memo.get(token)
             if hit is None:
@@ -122,10 +129,10 @@ class PodMatcher:
         asks the query). They may be projected (their labels then only the keys the
         query's selectors read): so only this query may be asked of them."""
         selectors = query.selectors
-        if any(s.match_nothing for s in selectors):
-            return ()
         best: dict[GroupKey, PodGroup] | None = None
         for s in selectors:
+            if s.match_nothing:
+                return ()
             for key, value in s.positive_pairs():
                 by_value = self._index.get(key)
                 if by_value is None:
