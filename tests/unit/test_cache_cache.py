@@ -257,7 +257,7 @@ def by_node_name(snap: Any) -> dict[Any, dict[str, int]]:
 
 
 def test_incremental_snapshot_matches_a_fresh_one() -> None:
-    # the snapshot's views, table rows and label index, brought up to date step by step
+    # the snapshot's views, table rows and pod groups, brought up to date step by step
     # (each update touching only the changed nodes and, in the pod groups, only the
     # changed pod records) equal a snapshot built from scratch after every step
     import random
