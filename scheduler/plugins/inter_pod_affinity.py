@@ -22,18 +22,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import numpy as np
 
 from scheduler.cache.node_view import NodeView
+from scheduler.cache.pod_matcher import PodQuery
 from scheduler.cache.snapshot import (
     PREFERRED_AFFINITY,
     PREFERRED_ANTI_AFFINITY,
     REQUIRED_AFFINITY,
     REQUIRED_ANTI_AFFINITY,
-    PodGroup,
     Snapshot,
 )
 from scheduler.config import names
@@ -63,13 +62,7 @@ from scheduler.model.pod import PodInfo
 from scheduler.model.pod_affinity import AffinityTerm, WeightedAffinityTerm
 from scheduler.model.selectors import LabelSelector
 from scheduler.plugins.helpers import QUEUE, SKIP, event
-from scheduler.plugins.topology_counts import (
-    DomainCounts,
-    group_counts,
-    recalled_match,
-    remember_match,
-    slots_and_counts,
-)
+from scheduler.plugins.topology_counts import DomainCounts, slots_and_counts
 
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
@@ -126,14 +119,14 @@ def _add_group(counts: DomainCounts, key: str, by_slot: Mapping[int, int], weigh
     return counts.add_slots(key, slots, n * weight)
 
 
-def _own_term_matches(t: AffinityTerm, group: PodGroup) -> bool:
-    """The pod's own term (namespaceSelector already merged into its namespaces, so
-    no namespace labels: upstream passes nil) against a group of existing pods;
-    remembered on the group (topology_counts.recalled_match)."""
-    known = recalled_match(group, t)
-    if known is not None:
-        return known
-    return remember_match(group, t, t.matches_labels(group.namespace, group.labels, None))
+def _own_terms_query(terms: tuple[AffinityTerm, ...]) -> PodQuery:
+    """The existing pods that the pod's own terms all match (namespaceSelector already
+    merged into their namespaces by _resolve, so no namespace labels: upstream passes
+    nil), terminating ones included."""
+    namespaces = terms[0].namespaces
+    for t in terms[1:]:
+        namespaces = namespaces & t.namespaces
+    return PodQuery(tuple(t.selector for t in terms), namespaces, True)
 
 
 class InterPodAffinity(
@@ -213,22 +206,14 @@ class InterPodAffinity(
                 _add_group(s.existing_anti, t.topology_key, by_slot, 1)
         # upstream getIncomingAffinityAntiAffinityCounts: every existing pod matching all
         # affinity terms counts once per term; each anti-affinity term counts its own.
-        # Pods are matched a group at a time (same namespace and labels).
+        # The snapshot's pod matcher answers a group of alike pods at a time.
+        matcher = snapshot.pod_matcher
         if aff:
-            wanted = (
-                partial(_own_term_matches, aff[0])
-                if len(aff) == 1
-                else lambda g: all(_own_term_matches(t, g) for t in aff)
-            )
-            # the groups may be projected onto the keys of every term's selector
-            others = [t.selector for t in aff[1:]]
-            slots, n = group_counts(snapshot.candidate_groups(aff[0].selector, others), wanted)
+            slots, n = matcher.matching(_own_terms_query(aff))
             for t in aff:
                 s.affinity_counts.add_slots(t.topology_key, slots, n)
         for t in anti:
-            slots, n = group_counts(
-                snapshot.candidate_groups(t.selector), partial(_own_term_matches, t)
-            )
+            slots, n = matcher.matching(_own_terms_query((t,)))
             s.anti_counts.add_slots(t.topology_key, slots, n)
         state.write(_FILTER_KEY, s)
         return None, Status.success()
@@ -311,9 +296,7 @@ class InterPodAffinity(
         for multiplier, terms in ((1, pod.preferred_affinity), (-1, pod.preferred_anti_affinity)):
             for wt in self._resolve_weighted(terms):
                 t = wt.term
-                slots, n = group_counts(
-                    snapshot.candidate_groups(t.selector), partial(_own_term_matches, t)
-                )
+                slots, n = snapshot.pod_matcher.matching(_own_terms_query((t,)))
                 hit |= scores.add_slots(t.topology_key, slots, n * (wt.weight * multiplier))
         # existing pods' terms against the pod: each distinct term matched once, its pods
         # adding the weight at their nodes' domains (the rest of processExistingPod)

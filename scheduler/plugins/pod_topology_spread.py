@@ -30,6 +30,7 @@ import numpy as np
 
 from scheduler.cache.node_table import BoolArray, NodeTable
 from scheduler.cache.node_view import NodeView
+from scheduler.cache.pod_matcher import PodQuery
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config import names
 from scheduler.config.plugin_args import DEFAULTING_SYSTEM, PodTopologySpreadArgs
@@ -64,7 +65,6 @@ from scheduler.model.pod_spread import (
 from scheduler.model.selectors import LabelSelector
 from scheduler.model.taints import NO_EXECUTE, NO_SCHEDULE, find_untolerated
 from scheduler.plugins.helpers import QUEUE, SKIP, event
-from scheduler.plugins.topology_counts import group_counts
 
 REASON_CONSTRAINTS = "node(s) didn't match pod topology spread constraints"
 REASON_MISSING_LABEL = REASON_CONSTRAINTS + " (missing required label)"
@@ -85,11 +85,9 @@ def _per_slot_counts(snapshot: Snapshot, selector: LabelSelector, namespace: str
     (preemption dry runs), the pods added or removed."""
     if selector.is_everything:
         return np.zeros(snapshot.table.capacity, dtype=np.int64)
-    # a group at a time: its pods share namespace, labels and terminating state
-    slots, n = group_counts(
-        snapshot.candidate_groups(selector),
-        lambda g: g.namespace == namespace and not g.terminating and selector.matches(g.labels),
-    )
+    # the snapshot's pod matcher answers a group of alike pods (same namespace, labels
+    # and terminating state) at a time; terminating pods are not counted
+    slots, n = snapshot.pod_matcher.matching(PodQuery((selector,), frozenset((namespace,)), False))
     out: IntArray = np.zeros(snapshot.table.capacity, dtype=np.int64)
     np.add.at(out, slots, n)
     return out

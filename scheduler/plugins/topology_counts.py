@@ -9,18 +9,17 @@ slots where the counted pods are. A (key, value) the table has no code for (only
 copy outside the snapshot could carry one) is kept aside in a small map so nothing is
 lost. PodTopologySpread keeps its per-constraint arrays the same way, in its own state.
 
-`group_counts` turns the snapshot's pod groups (pods alike for a label selector, with
-their count per slot) into those slots and counts.
+The slots and counts of the pods a selector admits come from the snapshot's pod matcher
+(cache/pod_matcher.py), which InterPodAffinity and PodTopologySpread share.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
 from scheduler.cache.node_table import BoolArray, IntArray, NodeTable
-from scheduler.cache.snapshot import PodGroup
 
 Pair = tuple[str, str]
 
@@ -31,50 +30,6 @@ def slots_and_counts(by_slot: Mapping[int, int]) -> tuple[IntArray, IntArray]:
     slots = np.fromiter(by_slot.keys(), dtype=np.int64, count=n)
     counts = np.fromiter(by_slot.values(), dtype=np.int64, count=n)
     return slots, counts
-
-
-def group_counts(
-    groups: Iterable[PodGroup], wanted: Callable[[PodGroup], bool]
-) -> tuple[IntArray, IntArray]:
-    """The slots of the wanted groups' pods and how many there, as two aligned arrays
-    (a slot may repeat, once per group). Gathered in lists and converted once: groups
-    are often one pod on one node each (pods with a label of their own), and two numpy
-    arrays per group cost more than the rest of the cycle in a 500-node affinity
-    benchmark."""
-    slots: list[int] = []
-    counts: list[int] = []
-    for g in groups:
-        if wanted(g):
-            by_slot = g.slots
-            slots.extend(by_slot)
-            counts.extend(by_slot.values())
-    return np.array(slots, dtype=np.int64), np.array(counts, dtype=np.int64)
-
-
-_MATCHES_KEPT = 16
-"""Matchers remembered per group (recalled_match): most cycles see the few terms of one
-template again and again."""
-
-
-def recalled_match(group: PodGroup, matcher: object) -> bool | None:
-    """Whether `matcher` (a term or selector about to be tested against many groups)
-    matched this group when last asked, or None. The answer depends only on the group's
-    namespace and labels, which never change, so it holds for the group's life; replicas
-    of one template share their parsed terms (model.pod), so the same matcher object
-    comes back cycle after cycle."""
-    hit = group.matches.get(id(matcher))
-    if hit is not None and hit[0] is matcher:
-        return hit[1]
-    return None
-
-
-def remember_match(group: PodGroup, matcher: object, result: bool) -> bool:
-    """Keep `result` for recalled_match (a few matchers per group) and return it."""
-    memo = group.matches
-    if len(memo) >= _MATCHES_KEPT:
-        memo.clear()
-    memo[id(matcher)] = (matcher, result)
-    return result
 
 
 class DomainCounts:

@@ -186,7 +186,8 @@ def test_slot_reuse_after_node_removal() -> None:
     assert len(snap.live_slots()) == 2
 
 
-def test_label_index_finds_candidate_pods() -> None:
+def test_pod_matcher_follows_removed_pods() -> None:
+    from scheduler.cache.pod_matcher import PodQuery
     from scheduler.model.selectors import parse_label_selector
 
     cache, _ = _cache("n1", "n2")
@@ -195,10 +196,13 @@ def test_label_index_finds_candidate_pods() -> None:
     cache.add_pod(make_pod("b").labels(app="y").node("n2").obj())
     snap = cache.new_snapshot()
     sel = parse_label_selector({"matchLabels": {"app": "x"}}, "")
-    assert [p.name for _, p in snap.candidate_pods(sel)] == ["a"]
+    query = PodQuery((sel,), frozenset(("default",)), True)
+    slots, counts = snap.pod_matcher.matching(query)
+    assert (slots.tolist(), counts.tolist()) == ([snap.slot_of("n1")], [1])
     cache.remove_pod(a)
     cache.update_snapshot(snap)
-    assert list(snap.candidate_pods(sel)) == []
+    slots, counts = snap.pod_matcher.matching(query)
+    assert len(slots) == len(counts) == 0
 
 
 @pytest.mark.parametrize(
@@ -240,20 +244,22 @@ def test_nominator_follows_informer_records(
     assert got == expected
 
 
-def by_node_name(snap: Any) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
-    """The snapshot's label index with node names for slots (slots differ between a
+def by_node_name(snap: Any) -> dict[Any, dict[str, int]]:
+    """The snapshot's pod groups with node names for slots (slots differ between a
     snapshot built step by step and one built at once)."""
     names = snap.table.names
     return {
-        k: {v: {names[slot]: pods for slot, pods in slots.items()} for v, slots in vs.items()}
-        for k, vs in snap._pod_index.items()
+        (g.namespace, frozenset(g.labels.items()), g.terminating): {
+            names[slot]: n for slot, n in g.slots.items()
+        }
+        for g in snap.pod_matcher.groups()
     }
 
 
 def test_incremental_snapshot_matches_a_fresh_one() -> None:
-    # the snapshot's views, table rows and label index, brought up to date step by step
-    # (each update touching only the changed nodes and, in the index, only the changed
-    # pod records) equal a snapshot built from scratch after every step
+    # the snapshot's views, table rows and pod groups, brought up to date step by step
+    # (each update touching only the changed nodes and, in the pod groups, only the
+    # changed pod records) equal a snapshot built from scratch after every step
     import random
 
     rng = random.Random(7)

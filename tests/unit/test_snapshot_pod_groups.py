@@ -13,6 +13,7 @@ import pytest
 from builders import make_node, make_pod
 
 from scheduler.cache import Cache
+from scheduler.cache.pod_matcher import PodQuery
 from scheduler.cache.snapshot import Snapshot
 from scheduler.model.pod import PodInfo
 from scheduler.model.selectors import IN, LabelSelector, Requirement
@@ -24,7 +25,7 @@ HOST = "kubernetes.io/hostname"
 def _groups(snap: Snapshot) -> dict[tuple[str, frozenset[tuple[str, str]], bool], dict[str, int]]:
     """Groups keyed by content, their per-slot counts keyed by node name."""
     out = {}
-    for g in snap.candidate_groups(LabelSelector.everything()):
+    for g in snap.pod_matcher.groups():
         key = (g.namespace, frozenset(g.labels.items()), g.terminating)
         assert key not in out
         assert g.slots, "an empty group is dropped"
@@ -124,10 +125,10 @@ def test_counts_through_projections_equal_a_plain_count_when_every_pod_has_its_o
     """Every pod carries a label of its own (as a StatefulSet's pod-name), so each is its
     own group and the snapshot answers through projections onto the selector's keys:
     built early and moved by later changes, evicted and rebuilt (at most 3 kept here)."""
-    import scheduler.cache.snapshot as snapshot_module
+    import scheduler.cache.pod_matcher as pod_matcher_module
 
-    monkeypatch.setattr(snapshot_module, "MAX_PROJECTIONS", 3)
-    monkeypatch.setattr(snapshot_module, "SMALL_CANDIDATE_SET", 4)
+    monkeypatch.setattr(pod_matcher_module, "MAX_PROJECTIONS", 3)
+    monkeypatch.setattr(pod_matcher_module, "SMALL_CANDIDATE_SET", 4)
     rng = random.Random(1000 + seed)
     cache = Cache()
     nodes = [f"n{i}" for i in range(6)]
@@ -167,7 +168,7 @@ def test_counts_through_projections_equal_a_plain_count_when_every_pod_has_its_o
         if step % 10 == 9:
             check()
     check()
-    assert len(snap._projections) <= 3
+    assert snap.pod_matcher.projections_kept <= 3
 
 
 def test_projected_groups_carry_the_keys_of_every_selector_the_caller_names() -> None:
@@ -184,7 +185,7 @@ def test_projected_groups_carry_the_keys_of_every_selector_the_caller_names() ->
     snap = cache.new_snapshot()
     app = LabelSelector((Requirement("app", IN, frozenset(("x0",))),))
     tier = LabelSelector((Requirement("tier", IN, frozenset(("web",))),))
-    groups = snap.candidate_groups(app, [tier])
+    groups = snap.pod_matcher.candidate_groups(PodQuery((app, tier), frozenset(("default",)), True))
     assert len(groups) < 60, "answered through a projection"
     both = sum(
         n for g in groups if app.matches(g.labels) and tier.matches(g.labels)

@@ -7,13 +7,7 @@ from __future__ import annotations
 import numpy as np
 from builders import make_node, make_snapshot
 
-from scheduler.cache.snapshot import PodGroup
-from scheduler.plugins.topology_counts import (
-    DomainCounts,
-    group_counts,
-    recalled_match,
-    remember_match,
-)
+from scheduler.plugins.topology_counts import DomainCounts
 
 ZONE = "topology.kubernetes.io/zone"
 
@@ -54,32 +48,3 @@ def test_a_value_the_table_has_no_code_for_is_kept() -> None:
     counts.bump("rack", "r2", -1)
     counts.bump(ZONE, "elsewhere", -1)
     assert not counts.any_nonzero()
-
-
-def test_group_counts_gathers_the_wanted_groups_slots() -> None:
-    a, b = PodGroup("ns", {"app": "a"}, False), PodGroup("ns", {"app": "b"}, False)
-    a.slots.update({3: 2, 5: 1})
-    b.slots.update({4: 7})
-    slots, n = group_counts([a, b], lambda g: g.labels["app"] == "a")
-    assert (slots.tolist(), n.tolist()) == ([3, 5], [2, 1])
-    slots, n = group_counts([a, b], lambda g: True)
-    assert (slots.tolist(), n.tolist()) == ([3, 5, 4], [2, 1, 7])
-    slots, n = group_counts([a, b], lambda g: False)
-    assert slots.dtype == np.int64 and len(slots) == len(n) == 0
-
-
-def test_a_group_remembers_a_match_for_the_same_matcher_object_only() -> None:
-    group = PodGroup("ns", {"app": "a"}, False)
-    term, equal_term = ("app", "a"), ("app", "a")
-    assert recalled_match(group, term) is None
-    assert remember_match(group, term, True) is True
-    assert recalled_match(group, term) is True
-    # an equal but distinct matcher is asked afresh (identity, not value)
-    equal_term = tuple(list(equal_term))
-    assert recalled_match(group, equal_term) is None
-    # bounded: a burst of matchers forgets the old ones
-    keep = [object() for _ in range(40)]
-    for m in keep:
-        remember_match(group, m, False)
-    assert len(group.matches) <= 16
-    assert recalled_match(group, keep[-1]) is False
