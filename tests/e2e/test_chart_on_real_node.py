@@ -282,7 +282,7 @@ def test_a_preemption_policy_is_enforced_from_the_pod(installed: Installed) -> N
         return status.get("observedGeneration") == 1 and status.get("inForceGeneration") == 1
 
     wait_for(in_force, timeout=60, interval=0.5, what="the policy's status from the pod")
-    assert "scheduler_preemption_policies_synced 1.0" in _metrics(installed.port)
+    assert "scheduler_preemption_policies_synced 1.0" in _metrics(installed.rc, installed.port)
     # both nodes are full (the previous test): without the policy this pod would preempt
     # the low-priority survivor; with it, it stays pending and the message says why
     cluster.create_pod(WORK, _work_pod("guarded-high", "1500m", pc="e2e-high"))

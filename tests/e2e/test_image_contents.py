@@ -129,7 +129,7 @@ def test_the_runtime_is_there_and_runs_as_the_charts_user(image: Image) -> None:
             str(image.rootfs),
             "/opt/venv/bin/python",
             "-c",
-            "import scheduler.app, scheduler.process, ssl, uvloop, numpy, orjson, aiohttp, kopf;"
+            "import scheduler.app, scheduler.process, ssl, uvloop, numpy, orjson, aiohttp, httptools, cryptography;"
             "ssl.create_default_context(); print(numpy.arange(3).sum())",
         ],
         capture_output=True,
