@@ -15,6 +15,10 @@ Invariants:
 
 One Snapshot per Cache (upstream has one per scheduler): removed nodes are tombstoned
 until the next update_snapshot.
+
+The node tree (node_tree.py) keeps upstream's node order, zones interleaved; it moves on
+node add/update/delete as upstream's AddNode/UpdateNode/RemoveNode move it, and the
+snapshot's node order is rebuilt from it when upstream rebuilds its nodeInfoList.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import logging
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from scheduler.cache.node_tree import NodeTree, zone_key
 from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
 from scheduler.clock import SYSTEM_CLOCK, Clock
@@ -84,6 +89,7 @@ class Cache:
         self._assumed: set[str] = set()
         self._generation = 0
         self._tombstones: set[str] = set()
+        self._tree = NodeTree()
 
     # ------------------------------------------------------------ internals
     def _touch(self, name: str) -> NodeView:
@@ -110,10 +116,19 @@ class Cache:
             self._tombstones.add(pod.node_name)
 
     # ------------------------------------------------------------ nodes
+    # The node tree moves as upstream's (v1.37.2 pkg/scheduler/backend/cache/cache.go
+    # AddNode, UpdateNode, RemoveNode).
     def add_node(self, node: NodeInfo) -> None:
+        self._tree.add_node(node.name, zone_key(node.labels))
         self._touch(node.name).node = node
 
     def update_node(self, old: NodeInfo | None, new: NodeInfo) -> None:
+        new_zone = zone_key(new.labels)
+        if new.name not in self._nodes:
+            self._tree.add_node(new.name, new_zone)
+        self._tree.update_node(
+            zone_key(old.labels) if old is not None else None, new.name, new_zone
+        )
         self._touch(new.name).node = new
 
     def remove_node(self, node: NodeInfo) -> None:
@@ -121,6 +136,7 @@ class Cache:
         upstream), but the node leaves every snapshot."""
         if node.name not in self._nodes:
             return
+        self._tree.remove_node(node.name, zone_key(node.labels))
         self._touch(node.name).node = None
         self._tombstones.add(node.name)
 
@@ -229,19 +245,27 @@ class Cache:
 
     # ------------------------------------------------------------ snapshot
     def update_snapshot(self, snapshot: Snapshot) -> int:
-        """Bring `snapshot` up to date; returns the number of node entries copied."""
+        """Bring `snapshot` up to date; returns the number of node entries copied.
+
+        The node order is rebuilt from the tree as upstream rebuilds nodeInfoList
+        (cache.go UpdateSnapshot: updateAllLists when a node came into or left the
+        snapshot, or the list's length is not the tree's): a zone change alone leaves
+        the order as it was."""
         names: list[str] = []
         for name in reversed(self._order):
             if self._nodes[name].generation <= snapshot.generation:
                 break
             names.append(name)
         # apply oldest change first, so a fresh snapshot's slots follow arrival order
+        update_all_lists = False
         for name in reversed(names):
             view = self._nodes[name]
             if view.node is None:
-                snapshot._remove(name)
+                update_all_lists |= snapshot._remove(name)
             else:
-                snapshot._set(name, view)
+                update_all_lists |= snapshot._set(name, view)
+        if update_all_lists or len(snapshot.node_order()) != self._tree.num_nodes:
+            snapshot._set_node_order(self._tree.list())
         snapshot.generation = self._generation
         changed = len(names)
         # drop tombstones: entries with neither a node nor pods
