@@ -297,6 +297,15 @@ def find_nodes_that_fit(
     processed = stop
     if counted_before is not None and counted_before not in set(order[:stop].tolist()):
         processed += 1
+    if log.isEnabledFor(logging.DEBUG):
+        # the oracle compares `processed` with what upstream's next search start shows
+        log.debug(
+            "searched nodes pod=%s start=%d processed=%d feasible=%d",
+            pod.key,
+            start,
+            processed,
+            len(feasible),
+        )
     search.next_start = (search.next_start + processed) % max(snapshot.num_nodes, 1)
     if error is not None:
         raise SchedulingError(error)
