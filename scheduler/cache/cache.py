@@ -16,6 +16,10 @@ Invariants:
 One Snapshot per Cache is updated by `update_snapshot` (upstream has one per scheduler):
 removed nodes are tombstoned until that snapshot's next update. Any other snapshot (the
 explain dry run's) is kept by `refresh_snapshot`, which writes nothing of the cache.
+
+The node tree (node_tree.py) keeps upstream's node order, zones interleaved; it moves on
+node add/update/delete as upstream's AddNode/UpdateNode/RemoveNode move it, and the
+snapshot's node order is rebuilt from it when upstream rebuilds its nodeInfoList.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import logging
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from scheduler.cache.node_tree import NodeTree, zone_key
 from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
 from scheduler.clock import SYSTEM_CLOCK, Clock
@@ -87,6 +92,7 @@ class Cache:
         self._tombstones: set[str] = set()
         # tombstones dropped so far (refresh_snapshot notices a purge by this count)
         self._purges = 0
+        self._tree = NodeTree()
 
     # ------------------------------------------------------------ internals
     def _touch(self, name: str) -> NodeView:
@@ -113,10 +119,19 @@ class Cache:
             self._tombstones.add(pod.node_name)
 
     # ------------------------------------------------------------ nodes
+    # The node tree moves as upstream's (v1.37.2 pkg/scheduler/backend/cache/cache.go
+    # AddNode, UpdateNode, RemoveNode).
     def add_node(self, node: NodeInfo) -> None:
+        self._tree.add_node(node.name, zone_key(node.labels))
         self._touch(node.name).node = node
 
     def update_node(self, old: NodeInfo | None, new: NodeInfo) -> None:
+        new_zone = zone_key(new.labels)
+        if new.name not in self._nodes:
+            self._tree.add_node(new.name, new_zone)
+        self._tree.update_node(
+            zone_key(old.labels) if old is not None else None, new.name, new_zone
+        )
         self._touch(new.name).node = new
 
     def remove_node(self, node: NodeInfo) -> None:
@@ -124,6 +139,7 @@ class Cache:
         upstream), but the node leaves every snapshot."""
         if node.name not in self._nodes:
             return
+        self._tree.remove_node(node.name, zone_key(node.labels))
         self._touch(node.name).node = None
         self._tombstones.add(node.name)
 
@@ -258,7 +274,7 @@ class Cache:
         the snapshot's names, only when a purge happened since)."""
         if snapshot.purges_seen != self._purges:
             for name in [n for n in snapshot.table.index if n not in self._nodes]:
-                snapshot._remove(name)
+                snapshot.order_stale |= snapshot._remove(name)
             snapshot.purges_seen = self._purges
         self._copy_changes(snapshot, max_entries)
         remaining = 0
@@ -270,7 +286,13 @@ class Cache:
 
     def _copy_changes(self, snapshot: Snapshot, max_entries: int | None) -> int:
         """Copy the entries changed since `snapshot.generation` (at most `max_entries`,
-        oldest change first) into it. Reads the cache only."""
+        oldest change first) into it. Reads the cache only.
+
+        Once the snapshot is up to date its node order is rebuilt from the tree as upstream
+        rebuilds nodeInfoList (cache.go UpdateSnapshot: updateAllLists when a node came
+        into or left the snapshot, or the list's length is not the tree's): a zone change
+        alone leaves the order as it was. A copy made in steps (explain) carries "a node
+        came or went" over to the step that completes it."""
         names: list[str] = []
         for name in reversed(self._order):
             if self._nodes[name].generation <= snapshot.generation:
@@ -287,10 +309,15 @@ class Cache:
         for name in names:
             view = self._nodes[name]
             if view.node is None:
-                snapshot._remove(name)
+                snapshot.order_stale |= snapshot._remove(name)
             else:
-                snapshot._set(name, view)
+                snapshot.order_stale |= snapshot._set(name, view)
         snapshot.generation = last
+        if last == self._generation and (
+            snapshot.order_stale or len(snapshot.node_order()) != self._tree.num_nodes
+        ):
+            snapshot._set_node_order(self._tree.list())
+            snapshot.order_stale = False
         return len(names)
 
     def new_snapshot(self) -> Snapshot:

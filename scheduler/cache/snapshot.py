@@ -11,12 +11,16 @@ last update, so a cycle after one bind touches one row, not 5000. The snapshot h
 - the existing pods' pod (anti)-affinity terms grouped by identity (`pod_terms[kind]`:
   (term, weight) -> {slot: how many times pods there carry it}), so InterPodAffinity
   matches the incoming pod once per distinct term rather than once per pod (a
-  Deployment's replicas share their terms).
+  Deployment's replicas share their terms);
+- `node_order()`: the live slots in upstream's nodeInfoList order (the node tree's
+  zone-interleaved list, node_tree.py), set by the Cache when it rebuilds the list.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+
+import numpy as np
 
 from scheduler.cache.node_table import IntArray, NodeTable
 from scheduler.cache.node_view import NodeView
@@ -46,6 +50,12 @@ class Snapshot:
         # which existing pods a selector admits (InterPodAffinity, PodTopologySpread)
         self.pod_matcher = PodMatcher()
         self.pod_terms: tuple[dict[TermKey, dict[int, int]], ...] = ({}, {}, {}, {})
+        # upstream's nodeInfoList as slots; None until the Cache builds it (or after a
+        # node came or went), when node_order falls back to slot order
+        self._node_order: IntArray | None = None
+        # a node came into or left this snapshot since its order was last rebuilt
+        # (Cache._copy_changes rebuilds it once the snapshot is up to date)
+        self.order_stale = False
 
     # ------------------------------------------------------------ reads
     @property
@@ -54,6 +64,13 @@ class Snapshot:
 
     def live_slots(self) -> IntArray:
         return self.table.live_slots()
+
+    def node_order(self) -> IntArray:
+        """The live slots in the order a cycle walks them (upstream's nodeInfoList:
+        the node tree's list when it was last rebuilt, cache.py update_snapshot)."""
+        if self._node_order is None:
+            return self.table.live_slots()
+        return self._node_order
 
     def slot_of(self, node_name: str) -> int | None:
         return self.table.index.get(node_name)
@@ -100,8 +117,19 @@ class Snapshot:
                     if not by_slot:
                         del terms[key]
 
-    def _set(self, name: str, view: NodeView) -> None:
+    def _set_node_order(self, names: Iterable[str]) -> None:
+        """upstream updateNodeInfoSnapshotList(updateAll): the list in node tree order,
+        names the snapshot does not hold skipped."""
+        index = self.table.index
+        slots = [index[n] for n in names if n in index]
+        self._node_order = np.asarray(slots, dtype=np.int64)
+
+    def _set(self, name: str, view: NodeView) -> bool:
+        """Copy `view` in; True when the node is new to the snapshot."""
         table = self.table
+        new_node = name not in table.index
+        if new_node:
+            self._node_order = None
         slot = table.allocate(name)
         while len(self.views) < table.size:
             self.views.append(None)
@@ -120,11 +148,14 @@ class Snapshot:
         table.set_row(slot, new)
         _toggle(self.with_affinity, slot, new.with_affinity > 0)
         _toggle(self.with_required_anti_affinity, slot, new.with_required_anti_affinity > 0)
+        return new_node
 
-    def _remove(self, name: str) -> None:
+    def _remove(self, name: str) -> bool:
+        """Drop the node; True when the snapshot held it."""
         slot = self.table.index.get(name)
         if slot is None:
-            return
+            return False
+        self._node_order = None
         old = self.views[slot]
         if old is not None:
             self.pod_matcher.count(slot, old.pods.values(), -1)
@@ -133,6 +164,7 @@ class Snapshot:
         self.table.release(name)
         self.with_affinity.discard(slot)
         self.with_required_anti_affinity.discard(slot)
+        return True
 
 
 def _toggle(s: set[int], slot: int, on: bool) -> None:

@@ -7,16 +7,19 @@
    pod with the same signature) is tried the same way.
 3. Filter: batch plugins over every candidate at once (NodeTable columns), then the
    nominated-pods rule on nodes holding nominations of priority >= the pod's, then
-   per-node plugins on the still-feasible nodes in rotated order until enough feasible
-   nodes are found (percentageOfNodesToScore; adaptive as upstream; 1 without score
-   plugins). A rejected node's recorded Status is upstream's: that of the FIRST failing
+   per-node plugins on the still-feasible nodes in rotated order (the snapshot's node
+   order, upstream's zone-interleaved node tree) until one feasible node more than
+   needed is found (percentageOfNodesToScore; adaptive as upstream; 1 without score
+   plugins): upstream's search run with one worker (find_nodes_that_fit). A rejected
+   node's recorded Status is upstream's: that of the FIRST failing
    plugin in profile order (batch rejections are re-checked with the per-node plugins
    the profile places earlier; nodes with nominations are re-run whole).
 4. PreScore / Score / NormalizeScore, weighted sum (every node 1 without score plugins);
    highest total wins, ties at random. At DEBUG, one "final score" line per node.
 
-The search starts where the previous cycle stopped (`SearchState.next_start`), so nodes
-are considered fairly. No API calls, no awaits.
+The search starts where the previous cycle stopped (`SearchState.next_start`, moved on
+by the nodes processed, as upstream's nextStartNodeIndex), so nodes are considered
+fairly. No API calls, no awaits.
 
 `NodeDryRun` (framework/dry_run.py, re-exported here) is the one-node helper for
 preemption: a copy of a node's state with pods removed/added (PreFilter extensions kept
@@ -162,6 +165,10 @@ def _record_batch_rejections(
         diagnosis.add_batch(slots, reasons, statuses)
 
 
+def _rotated(candidates: IntArray, start: int) -> IntArray:
+    return np.concatenate((candidates[start:], candidates[:start])) if start else candidates
+
+
 def find_nodes_that_fit(
     framework: Framework,
     state: CycleState,
@@ -171,15 +178,32 @@ def find_nodes_that_fit(
     search: SearchState,
     diagnosis: Diagnosis,
     candidates: IntArray,
+    counted_before: int | None = None,
 ) -> tuple[IntArray, int]:
     """Feasible slots (at most num_feasible_nodes_to_find, in search order) and how
-    many nodes were processed. Records rejections in `diagnosis`, each under the first
-    failing plugin in profile order."""
+    many nodes were processed; moves the search's start index on, also when a Filter
+    plugin errs (then SchedulingError is raised after).
+
+    As upstream findNodesThatPassFilters (v1.37.2 pkg/scheduler/schedule_one.go) run
+    with one worker, the one outcome of its parallel search that does not depend on
+    goroutine timing: node i of the walk is candidates[(nextStartNodeIndex + i) % n];
+    the walk stops at the first node whose Filter errs, or at the feasible node one
+    past the number to find (that one is neither kept nor counted). The nodes before
+    the stop are processed: the feasible ones kept, the rejected ones recorded in
+    `diagnosis`, each under the first failing plugin in profile order; nodes past the
+    stop are neither. The start index then moves by the feasible nodes plus the
+    recorded statuses (findNodesThatFitPod's processedNodes, modulo the number of all
+    nodes, not of the candidates): `counted_before` is the slot of a nominated (or
+    hinted) node whose status evaluateNominatedNode already recorded, counted once
+    more unless the walk recorded it again.
+
+    Batch plugins still filter every candidate at once; only what they found is
+    recorded up to the stop."""
     n = len(candidates)
     if n == 0:
         return candidates, 0
     start = search.next_start % n
-    order = np.concatenate((candidates[start:], candidates[:start])) if start else candidates
+    order = _rotated(candidates, start)
     pos = np.arange(n, dtype=np.int64)
     to_find = num_feasible_nodes_to_find(framework.percentage_of_nodes_to_score, n)
     if not framework.score_plugins:
@@ -188,8 +212,11 @@ def find_nodes_that_fit(
     position = {p.name: i for i, p in enumerate(framework.filter_plugins)}
     nominated = _nominated_slots(snapshot, pod, nominator)
 
+    # a batch plugin's ERROR on a node stops the walk there (the earliest such node)
+    limit = n
+    batch_error: Status | None = None
     alive = order
-    groups: list[tuple[int, IntArray, Int32Array | None, list[Status]]] = []
+    groups: list[tuple[int, IntArray, IntArray, Int32Array | None, list[Status]]] = []
     for p in framework.batch_filter_plugins:
         if p.name in skip or len(alive) == 0:
             continue
@@ -199,17 +226,21 @@ def find_nodes_that_fit(
             rejected = ~passed
             reasons = res.reasons[rejected] if res.reasons is not None else None
             statuses = [with_plugin(s, p.name) for s in res.statuses]
-            for s in statuses:
-                if s.code == Code.ERROR:
-                    raise SchedulingError(s)
-            groups.append((position[p.name], alive[rejected], reasons, statuses))
+            errs = [i for i, s in enumerate(statuses) if s.code == Code.ERROR]
+            if errs:
+                at = pos[rejected]
+                if reasons is not None:
+                    at = at[np.isin(reasons, errs)]
+                if len(at) and int(at.min()) < limit:
+                    limit = int(at.min())
+                    first = int(np.flatnonzero(pos[rejected] == limit)[0])
+                    batch_error = statuses[0 if reasons is None else int(reasons[first])]
+            groups.append((position[p.name], alive[rejected], pos[rejected], reasons, statuses))
             alive = alive[passed]
             pos = pos[passed]
-    _record_batch_rejections(
-        framework, state, pod, snapshot, nominator, nominated, diagnosis, groups
-    )
 
     # nominated-pods rule on the (few) nodes holding relevant nominations
+    late: list[tuple[int, int, Status]] = []  # (slot, position, status)
     if nominated and len(alive):
         keep = np.ones(len(alive), dtype=np.bool_)
         for i in np.flatnonzero(np.isin(alive, list(nominated))).tolist():
@@ -220,37 +251,81 @@ def find_nodes_that_fit(
                 continue
             st = framework.run_filter(s2, pod, v2)
             if st.code == Code.ERROR:
-                raise SchedulingError(st)
+                if int(pos[i]) < limit:
+                    limit, batch_error = int(pos[i]), st
+            elif not st.ok:
+                late.append((slot, int(pos[i]), st))
             if not st.ok:
-                diagnosis.add(slot, st)
                 keep[i] = False
         if not keep.all():
             alive = alive[keep]
             pos = pos[keep]
 
     node_plugins = [p for p in framework.node_filter_plugins if p.name not in skip]
+    error: Status | None = None
+    stop = n
     if not node_plugins:
-        feasible = alive[:to_find]
-        processed = int(pos[to_find - 1]) + 1 if len(alive) >= to_find else n
+        feasible = alive[pos < limit][:to_find]
+        if len(alive) > to_find and int(pos[to_find]) < limit:
+            stop = int(pos[to_find])
+        elif limit < n:
+            stop, error = limit, batch_error
     else:
         found: list[int] = []
-        processed = n
         views = snapshot.views
+        positions = pos.tolist()
         for i, slot in enumerate(alive.tolist()):
+            if positions[i] >= limit:
+                break
             view = views[slot]
             assert view is not None
             st = framework.run_node_filters(state, pod, view)
             if st.ok:
-                found.append(slot)
-                if len(found) >= to_find:
-                    processed = int(pos[i]) + 1
+                if len(found) == to_find:
+                    stop = positions[i]
                     break
+                found.append(slot)
             elif st.code == Code.ERROR:
-                raise SchedulingError(st)
+                stop, error = positions[i], st
+                break
             else:
-                diagnosis.add(slot, st)
+                late.append((slot, positions[i], st))
+        if stop == n and limit < n and error is None:
+            stop, error = limit, batch_error
         feasible = np.asarray(found, dtype=np.int64)
-    search.next_start = (start + processed) % n
+
+    processed = stop
+    if counted_before is not None and counted_before not in set(order[:stop].tolist()):
+        processed += 1
+    if log.isEnabledFor(logging.DEBUG):
+        # the oracle compares `processed` with what upstream's next search start shows
+        log.debug(
+            "searched nodes pod=%s start=%d processed=%d feasible=%d",
+            pod.key,
+            start,
+            processed,
+            len(feasible),
+        )
+    search.next_start = (search.next_start + processed) % max(snapshot.num_nodes, 1)
+    if error is not None:
+        raise SchedulingError(error)
+
+    _record_batch_rejections(
+        framework,
+        state,
+        pod,
+        snapshot,
+        nominator,
+        nominated,
+        diagnosis,
+        [
+            (at, slots[ps < stop], r[ps < stop] if r is not None else None, sts)
+            for at, slots, ps, r, sts in groups
+        ],
+    )
+    for slot, p_at, st in late:
+        if p_at < stop:
+            diagnosis.add(slot, st)
     return feasible, processed
 
 
@@ -317,7 +392,7 @@ def schedule_pod(
                     # upstream adds it to the very set the absent-nodes message lists
                     absent_plugins.add(nst.plugin)
 
-    candidates = snapshot.live_slots()
+    candidates = snapshot.node_order()  # upstream's nodeInfoList: the node tree's order
     if pre_result is not None and pre_result.node_names is not None:
         allowed = [
             s for s in (snapshot.slot_of(nm) for nm in pre_result.node_names) if s is not None
@@ -337,12 +412,19 @@ def schedule_pod(
     elif nominated_status is not None and nominated_status[1].plugin:
         diagnosis.unschedulable_plugins.add(nominated_status[1].plugin)
 
-    feasible, processed = find_nodes_that_fit(
-        framework, state, pod, snapshot, nominator, search, diagnosis, candidates
+    feasible, evaluated = find_nodes_that_fit(
+        framework,
+        state,
+        pod,
+        snapshot,
+        nominator,
+        search,
+        diagnosis,
+        candidates,
+        nominated_status[0] if nominated_status is not None else None,
     )
     if len(feasible) == 0:
         return FitError(pod, num_all, diagnosis)
-    evaluated = max(processed, len(feasible))
     if len(feasible) == 1:
         only = snapshot.view(int(feasible[0])).name
         _log_single_feasible(pod, only)

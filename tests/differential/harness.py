@@ -56,6 +56,7 @@ class Decision:
     scores: dict[str, int] = field(default_factory=dict)
     plugin_scores: dict[str, dict[str, int]] = field(default_factory=dict)
     timed_out: bool = False
+    processed: int | None = None  # nodes searched, as ours logs it (upstream: not logged)
 
     @property
     def feasible(self) -> set[str] | None:
@@ -101,13 +102,18 @@ def _ok(status: int, body: Any, what: str) -> None:
 class Oracle:
     """Both schedulers on `cluster` (which should have no nodes of its own)."""
 
-    def __init__(self, cluster: ClusterHandle, workdir: Path) -> None:
+    def __init__(self, cluster: ClusterHandle, workdir: Path, sampling: bool = False) -> None:
         self.cluster = cluster
         self.workdir = workdir
         local = cluster.local
         self.recorder = Recorder(cluster, (UPSTREAM, OURS))
-        self.upstream = Upstream(cluster.bin_dir, kubeconfig_for(local, UPSTREAM, local.dir / "oracle"), workdir)
-        self.ours = Ours(kubeconfig_for(local, OURS, local.dir / "oracle"), workdir)
+        self.upstream = Upstream(
+            cluster.bin_dir,
+            kubeconfig_for(local, UPSTREAM, local.dir / "oracle"),
+            workdir,
+            sampling,
+        )
+        self.ours = Ours(kubeconfig_for(local, OURS, local.dir / "oracle"), workdir, sampling)
         self._api = cluster.local.admin(timeout=30)
         self._previous: sc.Scenario | None = None
 
@@ -373,6 +379,7 @@ class Oracle:
             log = self.upstream.scores if sched == UPSTREAM else self.ours.scores
             d.scores = log.scores_of(d.pod)
             d.plugin_scores = log.plugin_scores_of(d.pod)
+            d.processed = log.processed_of(d.pod)
         for name in copies.values():
             self._delete_pod(ns, name)
         return PodResult(

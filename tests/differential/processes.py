@@ -32,10 +32,19 @@ _UPSTREAM_PLUGIN = re.compile(
 )
 _OURS_FINAL = re.compile(r"final score pod=(\S+) node=(\S+) score=(-?\d+)")
 _OURS_PLUGIN = re.compile(r"plugin score pod=(\S+) plugin=(\S+) node=(\S+) score=(-?\d+)")
+_OURS_SEARCHED = re.compile(r"searched nodes pod=(\S+) start=(\d+) processed=(\d+)")
 
 
-def _config(name: str, kubeconfig: Path, ours: bool) -> dict[str, Any]:
-    profile: dict[str, Any] = {"schedulerName": name, "percentageOfNodesToScore": 100}
+def _config(name: str, kubeconfig: Path, ours: bool, sampling: bool = False) -> dict[str, Any]:
+    """Both schedulers' configuration. `sampling` (tests/differential/sampling.py): the
+    default percentageOfNodesToScore (0, adaptive) and upstream's node search with one
+    worker, the one outcome of its parallel search that goroutine timing cannot change
+    (schedule_one.go findNodesThatPassFilters; this scheduler searches serially); a long
+    backoff, so a refused bind is not retried (a retry would move the search's start)
+    before the harness deletes the pod."""
+    profile: dict[str, Any] = {"schedulerName": name}
+    if not sampling:
+        profile["percentageOfNodesToScore"] = 100
     if ours:
         # upstream considers every pod a possible victim; so must we, to compare
         profile["pluginConfig"] = [
@@ -48,13 +57,16 @@ def _config(name: str, kubeconfig: Path, ours: bool) -> dict[str, Any]:
                 },
             }
         ]
-    return {
+    cfg: dict[str, Any] = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         "leaderElection": {"leaderElect": False},
         "clientConnection": {"kubeconfig": str(kubeconfig), "qps": 200, "burst": 400},
         "profiles": [profile],
     }
+    if sampling:
+        cfg.update(parallelism=1, podInitialBackoffSeconds=20, podMaxBackoffSeconds=20)
+    return cfg
 
 
 @dataclass
@@ -65,6 +77,7 @@ class ScoreLog:
     ours: bool
     final: dict[str, dict[str, int]] = field(default_factory=dict)
     plugins: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    processed: dict[str, int] = field(default_factory=dict)  # ours only: nodes searched
     _offset: int = 0
 
     def refresh(self) -> None:
@@ -86,6 +99,11 @@ class ScoreLog:
                 # the first attempt's score stands: a retry after a refused bind is ignored
                 self.final.setdefault(m.group(1), {}).setdefault(m.group(2), int(m.group(3)))
                 continue
+            if self.ours:
+                m = _OURS_SEARCHED.search(line)
+                if m:
+                    self.processed.setdefault(m.group(1), int(m.group(3)))
+                    continue
             m = plugin_re.search(line)
             if m:
                 by_node = self.plugins.setdefault(m.group(1), {}).setdefault(m.group(3), {})
@@ -95,16 +113,22 @@ class ScoreLog:
         self.refresh()
         return dict(self.final.get(pod_key, {}))
 
+    def processed_of(self, pod_key: str) -> int | None:
+        self.refresh()
+        return self.processed.get(pod_key)
+
     def plugin_scores_of(self, pod_key: str) -> dict[str, dict[str, int]]:
         self.refresh()
         return {n: dict(s) for n, s in self.plugins.get(pod_key, {}).items()}
 
 
 class Upstream(LoggedProcess):
-    def __init__(self, bin_dir: Path, kubeconfig: Path, workdir: Path) -> None:
+    def __init__(
+        self, bin_dir: Path, kubeconfig: Path, workdir: Path, sampling: bool = False
+    ) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         cfg = workdir / "upstream-config.yaml"
-        cfg.write_text(yaml.safe_dump(_config(UPSTREAM, kubeconfig, ours=False)))
+        cfg.write_text(yaml.safe_dump(_config(UPSTREAM, kubeconfig, False, sampling)))
         log_path = workdir / "upstream.log"
         argv = [
             str(bin_dir / "kube-scheduler"),
@@ -118,10 +142,10 @@ class Upstream(LoggedProcess):
 
 
 class Ours:
-    def __init__(self, kubeconfig: Path, workdir: Path) -> None:
+    def __init__(self, kubeconfig: Path, workdir: Path, sampling: bool = False) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         cfg = workdir / "ours-config.yaml"
-        cfg.write_text(yaml.safe_dump(_config(OURS, kubeconfig, ours=True)))
+        cfg.write_text(yaml.safe_dump(_config(OURS, kubeconfig, True, sampling)))
         self.log_path = workdir / "ours.log"
         self.process = SchedulerProcess(str(kubeconfig), cfg, self.log_path, extra_args=["-v", "4"])
         self.scores = ScoreLog(self.log_path, ours=True)

@@ -9,13 +9,15 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kas_dev.cluster.local import LocalCluster
 from tests.differential import scenario as sc
 from tests.differential.compare import Tally, compare
 from tests.differential.harness import Oracle, PodResult
 from tests.kube import ClusterHandle
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -119,21 +121,27 @@ def run_oracle(
     return RunResult(seed, tally, pods, time.monotonic() - t0)
 
 
-def main_run(seed: int, scenarios: list[int], out: Path | None, keep: Path | None) -> int:
-    workroot = keep or Path(tempfile.mkdtemp(prefix="kas-oracle-"))
+def in_local_cluster(keep: Path | None, prefix: str, work: Callable[[ClusterHandle, Path], T]) -> T:
+    """`work(cluster, workdir)` on a fresh local control plane without nodes, in `keep`
+    (kept) or a new temporary folder."""
+    workroot = keep or Path(tempfile.mkdtemp(prefix=prefix))
     local = LocalCluster(workroot / "cluster")
     print(f"starting a local control plane in {workroot} ...", flush=True)
     local.up(0)
     try:
-        result = run_oracle(
-            ClusterHandle(local),
-            workroot / "oracle",
-            seed,
-            scenarios,
-            progress=lambda s: print(s, flush=True),
-        )
+        return work(ClusterHandle(local), workroot / "oracle")
     finally:
         local.down()
+
+
+def main_run(seed: int, scenarios: list[int], out: Path | None, keep: Path | None) -> int:
+    result = in_local_cluster(
+        keep,
+        "kas-oracle-",
+        lambda cluster, workdir: run_oracle(
+            cluster, workdir, seed, scenarios, progress=lambda s: print(s, flush=True)
+        ),
+    )
     t = result.tally
     print()
     print(

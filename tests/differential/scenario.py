@@ -118,6 +118,13 @@ def _node(rng: random.Random, name: str, zones: list[str]) -> dict[str, Any]:
     images = [i for i in _IMAGES if rng.random() < 0.3]
     if images:
         status["images"] = [{"names": [n], "sizeBytes": mb * 1024 * 1024} for n, mb in images]
+    return node_object(name, labels, spec, status)
+
+
+def node_object(
+    name: str, labels: dict[str, str], spec: dict[str, Any], status: dict[str, Any]
+) -> dict[str, Any]:
+    """A Node kwok takes over (Ready, never running anything)."""
     return {
         "apiVersion": "v1",
         "kind": "Node",

@@ -343,7 +343,11 @@ def test_debug_log_names_the_single_feasible_node(caplog: pytest.LogCaptureFixtu
     snap = make_snapshot([make_node("a").taint("k"), make_node("b")])
     with caplog.at_level("DEBUG", logger="scheduler.framework.schedule"):
         _schedule(fw, make_pod("p").obj(), snap)
-    assert [r.getMessage() for r in caplog.records] == ["single feasible node pod=default/p node=b"]
+    logged = [r.getMessage() for r in caplog.records]
+    assert [m for m in logged if not m.startswith("searched nodes ")] == [
+        "single feasible node pod=default/p node=b"
+    ]
+    assert "searched nodes pod=default/p start=0 processed=2 feasible=1" in logged
 
 
 def test_no_score_log_at_default_verbosity(caplog: pytest.LogCaptureFixture) -> None:
@@ -378,3 +382,112 @@ def test_node_dry_run_counts_nominated_pods_of_equal_or_higher_priority(
     run = NodeDryRun(fw, state, pod, view, nominator)
     assert run.remove_pod(victim).ok
     assert run.filter().ok is fits
+
+
+# Upstream's search with one worker (schedule_one.go findNodesThatPassFilters): the walk
+# stops at the feasible node one past the number to find; every rejected node before it
+# is processed, so the start index moves past them too.
+
+
+def test_rejected_nodes_after_the_last_feasible_one_needed_are_processed() -> None:
+    fw = make_framework(percentage=1)  # 100 to find among 300
+    nodes = [
+        make_node(f"n{i:03}").taint("k") if 100 <= i < 120 else make_node(f"n{i:03}")
+        for i in range(300)
+    ]
+    search = SearchState()
+    r = _schedule(fw, make_pod("p").obj(), make_snapshot(nodes), search=search)
+    assert isinstance(r, ScheduleResult)
+    assert (r.evaluated, r.feasible) == (120, 100)
+    assert int(r.node[1:]) < 100
+    assert search.next_start == 120
+
+
+def test_start_index_moves_modulo_all_nodes_when_pre_filter_narrows() -> None:
+    """upstream: node i of the walk is nodes[(next + i) % len(nodes)], and next moves by
+    the nodes processed modulo len(allNodes), not of the narrowed list."""
+    fw = make_framework()
+    snap = make_snapshot([make_node(f"n{i:03}") for i in range(300)])
+    pod = make_pod("p")
+    for i in range(10):  # one name per term, as validation wants
+        pod = pod.node_affinity_term(
+            [], [{"key": "metadata.name", "operator": "In", "values": [f"n{i:03}"]}]
+        )
+    search = SearchState(next_start=295)
+    r = _schedule(fw, pod.obj(), snap, search=search)
+    assert isinstance(r, ScheduleResult) and r.evaluated == 10
+    assert search.next_start == (295 + 10) % 300
+
+
+def test_a_failed_nominated_node_counts_as_processed() -> None:
+    """upstream: evaluateNominatedNode records the nominated node's status in the same
+    NodeToStatus, so processedNodes counts it although the walk stops before it."""
+    fw = make_framework(percentage=1)
+    nodes = [make_node(f"n{i:03}") for i in range(299)] + [make_node("n299").taint("k")]
+    search = SearchState()
+    r = _schedule(fw, make_pod("p").nominated("n299").obj(), make_snapshot(nodes), search=search)
+    assert isinstance(r, ScheduleResult) and (r.evaluated, r.feasible) == (101, 100)
+    assert search.next_start == 101
+
+
+def test_search_walks_the_node_tree_zone_by_zone() -> None:
+    fw = make_framework(percentage=1)
+    zone = "topology.kubernetes.io/zone"
+    # 150 nodes in zone a, then 150 in zone b: the walk alternates a, b, a, b ...
+    nodes = [make_node(f"a{i:03}").labels(**{zone: "a"}) for i in range(150)]
+    nodes += [make_node(f"b{i:03}").labels(**{zone: "b"}) for i in range(150)]
+    nodes[1] = nodes[1].taint("k")  # a001, the third node walked
+    search = SearchState()
+    snap = make_snapshot(nodes)
+    r = _schedule(fw, make_pod("p").obj(), snap, search=search)
+    assert isinstance(r, ScheduleResult) and (r.evaluated, r.feasible) == (101, 100)
+    # 100 feasible: a000, b000, b001, a002, b002, ... a050, b050 (a001 rejected)
+    assert search.next_start == 101
+    walked = [snap.view(s).name for s in snap.node_order().tolist()]
+    assert walked[:4] == ["a000", "b000", "a001", "b001"]
+
+
+@pytest.mark.parametrize("batch", [False, True])
+@pytest.mark.parametrize(("failing", "raised", "next_start"), [(50, True, 50), (150, False, 100)])
+def test_a_filter_error_stops_the_search_and_still_moves_the_start(
+    batch: bool, failing: int, raised: bool, next_start: int
+) -> None:
+    """upstream findNodesThatFitPod moves nextStartNodeIndex "regardless of whether an
+    error has occurred", by the nodes processed before the failing one; a node past the
+    stop (enough feasible nodes found) is never filtered, so its error never happens.
+    The error comes from a per-node plugin's pass or from a batch plugin's."""
+    import numpy as np
+
+    from scheduler.framework.interfaces import BatchFilterResult
+    from scheduler.framework.schedule import SchedulingError
+    from scheduler.framework.status import Status
+
+    fw = make_framework(percentage=1)  # 100 to find among 300
+    snap = make_snapshot([make_node(f"n{i:03}") for i in range(300)])
+    boom = Status.from_error(RuntimeError("boom"))
+    bad = snap.slot_of(f"n{failing:03}")
+    if batch:
+        plugin = fw.batch_filter_plugins[0]
+        real_batch = plugin.filter_batch
+
+        def filter_batch(state: Any, pod: Any, snapshot: Any, slots: Any) -> Any:
+            res = real_batch(state, pod, snapshot, slots)
+            passed = res.passed & (slots != bad)
+            return BatchFilterResult(passed, [boom], np.zeros(len(slots), np.int32))
+
+        plugin.filter_batch = filter_batch
+    else:
+        real = fw.run_node_filters
+
+        def run_node_filters(state: Any, pod: Any, view: Any) -> Any:
+            return boom if view.name == f"n{failing:03}" else real(state, pod, view)
+
+        fw.run_node_filters = run_node_filters
+    pod = make_pod("p").host_port(8080).obj()  # NodePorts filters node by node
+    search = SearchState()
+    if raised:
+        with pytest.raises(SchedulingError, match="boom"):
+            _schedule(fw, pod, snap, search=search)
+    else:
+        assert isinstance(_schedule(fw, pod, snap, search=search), ScheduleResult)
+    assert search.next_start == next_start
