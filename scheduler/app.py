@@ -158,7 +158,8 @@ class SchedulerApp:
         self.dispatcher.lease_deadline = self.fence.held_until
         self.events = EventRecorder(
             self.dispatcher,
-            reporting_controller=self.profile_names[0],
+            # no default controller: every event names its pod's profile, as upstream's
+            # recorder per profile does (pkg/scheduler/profile/profile.go newProfile)
             reporting_instance=self.identity,
             buffer_size=self.options.event_buffer_size,
             on_dropped=lambda reason: m.events_dropped.labels(reason=reason).inc(),
@@ -387,15 +388,16 @@ class SchedulerApp:
         message = f"the scheduler cannot understand this pod: {exc}"
         log.warning("invalid pod=%s/%s err=%s", ns, name, exc)
         self.events.event(
-            pod_ref(ns, name, uid), "Warning", "FailedScheduling", "Scheduling", message
-        )
+            pod_ref(ns, name, uid), "Warning", "FailedScheduling", "Scheduling", message,
+            controller=scheduler_name,
+        )  # fmt: skip
 
     def _refuse_pod(self, pod: PodInfo, message: str) -> None:
         """A pending pod this scheduler will not place (eventhandlers): say why, as a
         scheduling failure would."""
         self.events.event(
             pod_ref(pod.namespace, pod.name, pod.uid), "Warning", "FailedScheduling",
-            "Scheduling", message,
+            "Scheduling", message, controller=pod.scheduler_name,
         )  # fmt: skip
         self.status_writer.unschedulable(pod, "Unschedulable", message, None)
 

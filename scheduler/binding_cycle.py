@@ -249,6 +249,7 @@ class BindingCycles:
             "Scheduled",
             "Binding",
             f"Successfully assigned {pod.namespace}/{pod.name} to {node}",
+            controller=profile,
         )
         self._queue.done(pod.uid)
 

@@ -102,6 +102,7 @@ class FailureHandler:
             "FailedScheduling",
             "Scheduling",
             message,
+            controller=profile,
         )
         # a preemption's own task writes the preemptor's status (nomination included),
         # off the loop; everyone else gets it written here

@@ -26,7 +26,9 @@ class Events:
     def __init__(self) -> None:
         self.sent: list[tuple[str, str, str]] = []
 
-    def event(self, regarding: Any, type: str, reason: str, action: str, note: str) -> None:
+    def event(
+        self, regarding: Any, type: str, reason: str, action: str, note: str, **kw: Any
+    ) -> None:
         self.sent.append((regarding.name, reason, note))
 
 
