@@ -292,7 +292,7 @@ class SchedulerApp:
             events=self.events,
             status_writer=self.status_writer,
             metrics=m,
-            is_pending=self._is_pending,
+            current_pod=self._current_pod,
             fence=self.fence.open,
             binds=self.tasks.group("binds"),
         )
@@ -375,6 +375,9 @@ class SchedulerApp:
     def _pod_exists(self, pod: PodInfo) -> bool:
         current = self.pod_informer.get(pod.key)
         return current is not None and current.uid == pod.uid
+
+    def _current_pod(self, pod: PodInfo) -> PodInfo | None:
+        return self.pod_informer.get(pod.key)
 
     def _is_pending(self, pod: PodInfo) -> bool:
         current = self.pod_informer.get(pod.key)

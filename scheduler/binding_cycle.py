@@ -2,12 +2,15 @@
 
   wait at Permit -> PreBind -> Bind (pods/binding) -> PostBind.
 
-Any failure unreserves, forgets the assumption and requeues the pod: a rejection while
-waiting at Permit as Unschedulable (its plugin the rejector), anything later with
-backoff. A 409 (someone else bound it first, or it is being deleted) forgets the
-assumption and leaves the rest to the informer, which then shows where the pod really
-went. Right before the bind the lease fence is checked: a replica that may have lost its
-lease sends nothing.
+Any failure unreserves, forgets the assumption and goes to the failure handler, with
+the nomination cleared (upstream handleBindingCycleError, clearNominatedNode): a
+rejection while waiting at Permit as Unschedulable (its plugin the rejector), anything
+later as an error with backoff. A 409 on the bind (someone else bound it first, or it is
+being deleted) is such an error too, as upstream's: counted as result="error", told with
+FailedScheduling and PodScheduled=False, and requeued unless the informer shows the pod
+assigned or gone; only a pod recreated meanwhile gets nothing (scheduling_failure.py).
+Right before the bind the lease fence is checked: a replica that may have lost its lease
+sends nothing.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ from scheduler.supervisor import TaskGroup
 log = logging.getLogger("scheduler.loop")
 
 FENCED_BIND = "create pods/binding"
+# upstream's clearNominatedNode: every binding-cycle failure clears nominatedNodeName
+CLEAR_NOMINATION = ""
 PERMIT_TIMEOUT = "rejected due to timeout after waiting at permit"
 
 
@@ -144,18 +149,14 @@ class BindingCycles:
                         self._fenced(a)
                         return
                     if isinstance(st.error, Conflict):
-                        # 409: bound by someone else in between (the informer will tell us
-                        # where), or being deleted (the informer will remove it); either
-                        # way nothing to requeue
+                        # 409: bound by someone else in between, or being deleted; handled
+                        # as any bind error below (upstream makes no exception for it)
                         log.info(
                             "bind conflict pod=%s node=%s: %s",
                             pod.key,
                             node,
                             _conflict_cause(st.error),
                         )
-                        a.undo_with(self._failures)
-                        self._queue.done(pod.uid)
-                        return
                     raise BindRejected(st.message())
                 bound = True
                 self._cache.finish_binding(assumed)
@@ -181,14 +182,16 @@ class BindingCycles:
                 str(exc) if isinstance(exc, BindRejected) else f"binding rejected: {exc}",
                 a.start,
                 RESULT_ERROR,
+                nominated=CLEAR_NOMINATION,
             )
         except Exception as exc:
             log.exception("binding cycle crashed pod=%s", pod.key)
             a.undo_with(self._failures)
             self._queue.assigned_pod_deleted(assumed)  # as for any failed bind
             self._failures.failed(
-                fwk, a.info, Status.from_error(exc), f"binding failed: {exc}", a.start, RESULT_ERROR
-            )
+                fwk, a.info, Status.from_error(exc), f"binding failed: {exc}", a.start,
+                RESULT_ERROR, nominated=CLEAR_NOMINATION,
+            )  # fmt: skip
         finally:
             self._goroutines("binding").set(len(self._tasks) - 1)
 
@@ -223,6 +226,7 @@ class BindingCycles:
             a.start,
             RESULT_UNSCHEDULABLE,
             rejectors={rejection.plugin} if rejection.plugin else set(),
+            nominated=CLEAR_NOMINATION,
         )
         self._queue.move_all_to_active_or_backoff(
             ASSIGNED_POD_DELETE, a.pod, None, pre_check=lambda pod: pod.uid != a.pod.uid

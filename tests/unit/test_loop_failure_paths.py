@@ -70,9 +70,13 @@ def assert_nothing_bound(h: Harness, pod: PodInfo) -> None:
     ],
     ids=["being-deleted", "already-assigned"],
 )
-async def test_a_bind_conflict_forgets_and_unreserves_and_leaves_the_rest_to_the_informer(
+async def test_a_bind_conflict_is_undone_requeued_and_told_as_any_bind_error(
     message: str,
 ) -> None:
+    """upstream makes no exception for a 409 (handleBindingCycleError): the informer still
+    shows the pod pending and unassigned here, so it is requeued with backoff, counted as
+    result="error" and told (tests/unit/test_loop_failures.py covers the informer's other
+    answers: assigned, gone, recreated)."""
     h = harness()
 
     async def conflict(pod: PodInfo, node: str) -> Status:
@@ -84,10 +88,11 @@ async def test_a_bind_conflict_forgets_and_unreserves_and_leaves_the_rest_to_the
     assert h.fwk.called("run_bind") == ["web"]
     assert h.fwk.called("run_unreserve") == ["web"]
     assert h.cache_clean(p)
-    assert h.queue.where(p.uid) is None  # not requeued: the informer shows where it went
+    assert h.queue.where(p.uid) == "backoff"
     assert h.queue.done_calls[p.uid] == 1
-    assert h.events.sent == []  # no FailedScheduling for a pod that is not failing
-    assert h.patches == []
+    assert [e.reason for e in h.events.sent] == ["FailedScheduling"]
+    assert h.attempts("error") == 1.0
+    assert [c["reason"] for c in conditions(h, "web")] == ["SchedulerError"]
     assert h.fwk.called("run_post_bind") == []
 
 
