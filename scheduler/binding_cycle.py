@@ -45,7 +45,6 @@ log = logging.getLogger("scheduler.loop")
 FENCED_BIND = "create pods/binding"
 # upstream's clearNominatedNode: every binding-cycle failure clears nominatedNodeName
 CLEAR_NOMINATION = ""
-PERMIT_TIMEOUT = "rejected due to timeout after waiting at permit"
 
 
 class BindRejected(Exception):
@@ -112,9 +111,9 @@ class BindingCycles:
     def __len__(self) -> int:
         return len(self._tasks)
 
-    def start(self, a: Assumed, waiting: WaitingPod | None, permit_timeout: float) -> None:
+    def start(self, a: Assumed, waiting: WaitingPod | None) -> None:
         """Hand the assumed pod to its binding task (it owns the pod from here on)."""
-        self._tasks.spawn(self._run(a, waiting, permit_timeout), name=f"bind-{a.info.pod.key}")
+        self._tasks.spawn(self._run(a, waiting), name=f"bind-{a.info.pod.key}")
         self._goroutines("binding").set(len(self._tasks))
 
     async def drain(self, grace: float) -> None:
@@ -122,14 +121,14 @@ class BindingCycles:
         cancelled bind forgets its assumption)."""
         await self._tasks.drain(grace)
 
-    async def _run(self, a: Assumed, waiting: WaitingPod | None, permit_timeout: float) -> None:
+    async def _run(self, a: Assumed, waiting: WaitingPod | None) -> None:
         fwk, state, assumed, node = a.fwk, a.state, a.pod, a.node
         pod = a.info.pod
         bound = False
         try:
             async with self._slots:
                 if waiting is not None:
-                    await self._wait_at_permit(fwk, waiting, permit_timeout)
+                    await self._wait_at_permit(fwk, waiting)
                 st = await fwk.run_pre_bind(state, assumed, node)
                 if not st.ok:
                     if isinstance(st.error, LeaseNotHeld):  # VolumeBinding's PV/PVC writes
@@ -195,13 +194,11 @@ class BindingCycles:
         finally:
             self._goroutines("binding").set(len(self._tasks) - 1)
 
-    async def _wait_at_permit(
-        self, fwk: SchedulingFramework, waiting: WaitingPod, limit: float
-    ) -> None:
+    async def _wait_at_permit(self, fwk: SchedulingFramework, waiting: WaitingPod) -> None:
+        """Until the verdict: allowed, rejected (by a plugin, by preemption), or timed out
+        (the WaitingPod's own timer rejects it in its plugin's name)."""
         try:
-            st = await asyncio.wait_for(asyncio.shield(waiting.verdict), limit)
-        except TimeoutError:
-            st = Status.unschedulable(PERMIT_TIMEOUT)
+            st = await asyncio.shield(waiting.verdict)
         finally:
             fwk.waiting_pods.remove(waiting.pod.uid)
         if st.is_rejected:

@@ -193,9 +193,10 @@ class SchedulingLoop:
             return
         waiting = None
         if st.code == Code.WAIT:
-            waiting = WaitingPod(assumed, node)
+            # timed from now, as upstream's newWaitingPod arms its timers in the cycle
+            waiting = WaitingPod(assumed, node, plugin=st.plugin, timeout=timeout)
             fwk.waiting_pods.add(waiting)
-        self.binding.start(Assumed(fwk, state, info, assumed, node, start), waiting, timeout)
+        self.binding.start(Assumed(fwk, state, info, assumed, node, start), waiting)
         progress.handed_over = True  # from here on the binding cycle owns the pod
 
     def _crashed(

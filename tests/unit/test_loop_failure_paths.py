@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.binding_cycle import FENCED_BIND, PERMIT_TIMEOUT
+from scheduler.binding_cycle import FENCED_BIND
 from scheduler.cache import Snapshot
 from scheduler.client.errors import ApiError, Conflict
 from scheduler.framework.cluster_event import ClusterEventWithHint
@@ -295,7 +295,7 @@ async def test_a_permit_rejection_undoes_the_assumption_and_makes_the_pod_unsche
 
 
 def _wait_at_permit(h: Harness, timeout: float) -> None:
-    h.fwk.permit = lambda pod, node: (Status(Code.WAIT), timeout)
+    h.fwk.permit = lambda pod, node: (Status(Code.WAIT, plugin="Gang"), timeout)
 
 
 async def test_a_pod_waiting_at_permit_binds_once_allowed() -> None:
@@ -360,14 +360,18 @@ async def test_a_pod_waiting_at_permit_past_its_timeout_is_rejected() -> None:
     h.loop.schedule_one(await h.pop(p))
     await h.loop.drain_binds(SAFETY)
     await h.status_writer.wait_idle()
-    message = f"0/1 nodes are available: 1 {PERMIT_TIMEOUT}."
+    # upstream's words and rejector (waiting_pods_map.go newWaitingPod): the wait as Go
+    # prints a time.Duration, the plugin that asked to wait
+    message = "0/1 nodes are available: 1 rejected due to timeout after waiting 1ms at plugin Gang."
     assert h.fwk.called("run_pre_bind") == []
     assert_nothing_bound(h, p)
     assert h.fwk.called("run_unreserve") == ["web"]
     assert len(h.fwk.waiting_pods) == 0
     assert h.queue.done_calls[p.uid] == 1
-    # no rejector is known (run_permit folds every plugin's wait into one), so backoff
-    assert h.queue.where(p.uid) == "backoff"
+    # the plugin that asked to wait rejected it: Unschedulable, with Gang as its rejector
+    assert h.queue.where(p.uid) == "unschedulable"
+    info = h.queue.get(p.uid)
+    assert info is not None and info.unschedulable_plugins == {"Gang"}
     assert [c["reason"] for c in conditions(h, "web")] == ["Unschedulable"]
     assert h.events.failed_scheduling() == [("web", message)]
     assert h.attempts(RESULT_UNSCHEDULABLE) == 1.0
