@@ -399,8 +399,8 @@ class SchedulerApp:
         """A pending pod this scheduler will not place (eventhandlers): say why, as a
         scheduling failure would."""
         self.events.event(
-            pod_ref(pod.namespace, pod.name, pod.uid), "Warning", "FailedScheduling",
-            "Scheduling", message, controller=pod.scheduler_name,
+            pod_ref(pod.namespace, pod.name, pod.uid, pod.resource_version), "Warning",
+            "FailedScheduling", "Scheduling", message, controller=pod.scheduler_name,
         )  # fmt: skip
         self.status_writer.unschedulable(pod, "Unschedulable", message, None)
 

@@ -245,7 +245,7 @@ class BindingCycles:
         # was 8% of the process's CPU in the 3000-pod profile (docs/performance.md)
         log.debug("bound pod=%s node=%s", pod.key, node)
         self._events.event(
-            pod_ref(pod.namespace, pod.name, pod.uid),
+            pod_ref(pod.namespace, pod.name, pod.uid, pod.resource_version),
             "Normal",
             "Scheduled",
             "Binding",

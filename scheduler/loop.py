@@ -136,9 +136,11 @@ class SchedulingLoop:
         fwk = self.frameworks.get(pod.scheduler_name)
         if fwk is not None and pod.deletion_timestamp is not None:
             # upstream skipPodSchedule (schedule_one.go) tells a deleting pod it is skipped
+            log.debug("skip schedule deleting pod=%s", pod.key)
             self.failures.events.event(
-                pod_ref(pod.namespace, pod.name, pod.uid), WARNING, "FailedScheduling",
-                "Scheduling", f"skip schedule deleting pod: {pod.namespace}/{pod.name}",
+                pod_ref(pod.namespace, pod.name, pod.uid, pod.resource_version), WARNING,
+                "FailedScheduling", "Scheduling",
+                f"skip schedule deleting pod: {pod.namespace}/{pod.name}",
                 controller=fwk.profile_name,
             )  # fmt: skip
         if fwk is None or pod.deletion_timestamp is not None or self.cache.is_assumed(pod):

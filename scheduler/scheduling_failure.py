@@ -124,7 +124,8 @@ class FailureHandler:
         reason = "SchedulerError" if result == RESULT_ERROR else "Unschedulable"
         log.info("unschedulable pod=%s reason=%s msg=%s", pod.key, reason, message)
         self.events.event(
-            pod_ref(pod.namespace, pod.name, pod.uid),
+            # upstream tells the informer's current copy (its resourceVersion included)
+            pod_ref(pod.namespace, pod.name, pod.uid, (current or pod).resource_version),
             "Warning",
             "FailedScheduling",
             "Scheduling",

@@ -74,13 +74,17 @@ NAME_MAX = 253
 
 @dataclass(frozen=True, slots=True)
 class ObjectRef:
-    """The regarding object of an Event."""
+    """The regarding (or related) object of an Event. As client-go's
+    reference.GetReference, it carries the object's resourceVersion, which is part of
+    the isomorphic key: events about one pod aggregate into a series only while the pod
+    is unchanged; after any update of the pod the next one is a new Event, as upstream's."""
 
     kind: str
     namespace: str
     name: str
     uid: str = ""
     api_version: str = "v1"
+    resource_version: str = ""
 
     def as_dict(self) -> dict[str, str]:
         ref = {"kind": self.kind, "name": self.name, "apiVersion": self.api_version}
@@ -88,11 +92,13 @@ class ObjectRef:
             ref["namespace"] = self.namespace
         if self.uid:
             ref["uid"] = self.uid
+        if self.resource_version:
+            ref["resourceVersion"] = self.resource_version
         return ref
 
 
-def pod_ref(namespace: str, name: str, uid: str = "") -> ObjectRef:
-    return ObjectRef("Pod", namespace, name, uid)
+def pod_ref(namespace: str, name: str, uid: str = "", resource_version: str = "") -> ObjectRef:
+    return ObjectRef("Pod", namespace, name, uid, resource_version=resource_version)
 
 
 class EventSink(Protocol):

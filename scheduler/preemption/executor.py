@@ -495,7 +495,7 @@ class PreemptionExecutor:
         if in_memory:
             note += " (in kube-scheduler memory)."
         self._events.event(
-            pod_ref(victim.namespace, victim.name, victim.uid),
+            pod_ref(victim.namespace, victim.name, victim.uid, victim.resource_version),
             NORMAL,
             "Preempted",
             "Preempting",
@@ -503,7 +503,7 @@ class PreemptionExecutor:
             # upstream sends it through the preemptor's profile's recorder, with the
             # preemptor as the related object (framework/preemption/executor.go)
             controller=pre.scheduler_name,
-            related=pod_ref(pre.namespace, pre.name, pre.uid),
+            related=pod_ref(pre.namespace, pre.name, pre.uid, pre.resource_version),
         )
 
     def _prune_deleted(self) -> None:
