@@ -160,7 +160,8 @@ class SchedulerApp:
         self.dispatcher.lease_deadline = self.fence.held_until
         self.events = EventRecorder(
             self.dispatcher,
-            reporting_controller=self.profile_names[0],
+            # no default controller: every event names its pod's profile, as upstream's
+            # recorder per profile does (pkg/scheduler/profile/profile.go newProfile)
             reporting_instance=self.identity,
             buffer_size=self.options.event_buffer_size,
             on_dropped=lambda reason: m.events_dropped.labels(reason=reason).inc(),
@@ -293,7 +294,7 @@ class SchedulerApp:
             events=self.events,
             status_writer=self.status_writer,
             metrics=m,
-            is_pending=self._is_pending,
+            current_pod=self._current_pod,
             fence=self.fence.open,
             binds=self.tasks.group("binds"),
         )
@@ -383,6 +384,9 @@ class SchedulerApp:
         current = self.pod_informer.get(pod.key)
         return current is not None and current.uid == pod.uid
 
+    def _current_pod(self, pod: PodInfo) -> PodInfo | None:
+        return self.pod_informer.get(pod.key)
+
     def _is_pending(self, pod: PodInfo) -> bool:
         current = self.pod_informer.get(pod.key)
         return current is not None and current.uid == pod.uid and not current.node_name
@@ -395,15 +399,16 @@ class SchedulerApp:
         message = f"the scheduler cannot understand this pod: {exc}"
         log.warning("invalid pod=%s/%s err=%s", ns, name, exc)
         self.events.event(
-            pod_ref(ns, name, uid), "Warning", "FailedScheduling", "Scheduling", message
-        )
+            pod_ref(ns, name, uid), "Warning", "FailedScheduling", "Scheduling", message,
+            controller=scheduler_name,
+        )  # fmt: skip
 
     def _refuse_pod(self, pod: PodInfo, message: str) -> None:
         """A pending pod this scheduler will not place (eventhandlers): say why, as a
         scheduling failure would."""
         self.events.event(
-            pod_ref(pod.namespace, pod.name, pod.uid), "Warning", "FailedScheduling",
-            "Scheduling", message,
+            pod_ref(pod.namespace, pod.name, pod.uid, pod.resource_version), "Warning",
+            "FailedScheduling", "Scheduling", message, controller=pod.scheduler_name,
         )  # fmt: skip
         self.status_writer.unschedulable(pod, "Unschedulable", message, None)
 

@@ -2,12 +2,15 @@
 
   wait at Permit -> PreBind -> Bind (pods/binding) -> PostBind.
 
-Any failure unreserves, forgets the assumption and requeues the pod: a rejection while
-waiting at Permit as Unschedulable (its plugin the rejector), anything later with
-backoff. A 409 (someone else bound it first, or it is being deleted) forgets the
-assumption and leaves the rest to the informer, which then shows where the pod really
-went. Right before the bind the lease fence is checked: a replica that may have lost its
-lease sends nothing.
+Any failure unreserves, forgets the assumption and goes to the failure handler, with
+the nomination cleared (upstream handleBindingCycleError, clearNominatedNode): a
+rejection while waiting at Permit as Unschedulable (its plugin the rejector), anything
+later as an error with backoff. A 409 on the bind (someone else bound it first, or it is
+being deleted) is such an error too, as upstream's: counted as result="error", told with
+FailedScheduling and PodScheduled=False, and requeued unless the informer shows the pod
+assigned or gone; only a pod recreated meanwhile gets nothing (scheduling_failure.py).
+Right before the bind the lease fence is checked: a replica that may have lost its lease
+sends nothing.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ from scheduler.supervisor import TaskGroup
 log = logging.getLogger("scheduler.loop")
 
 FENCED_BIND = "create pods/binding"
-PERMIT_TIMEOUT = "rejected due to timeout after waiting at permit"
+# upstream's clearNominatedNode: every binding-cycle failure clears nominatedNodeName
+CLEAR_NOMINATION = ""
 
 
 class BindRejected(Exception):
@@ -107,9 +111,9 @@ class BindingCycles:
     def __len__(self) -> int:
         return len(self._tasks)
 
-    def start(self, a: Assumed, waiting: WaitingPod | None, permit_timeout: float) -> None:
+    def start(self, a: Assumed, waiting: WaitingPod | None) -> None:
         """Hand the assumed pod to its binding task (it owns the pod from here on)."""
-        self._tasks.spawn(self._run(a, waiting, permit_timeout), name=f"bind-{a.info.pod.key}")
+        self._tasks.spawn(self._run(a, waiting), name=f"bind-{a.info.pod.key}")
         self._goroutines("binding").set(len(self._tasks))
 
     async def drain(self, grace: float) -> None:
@@ -117,14 +121,14 @@ class BindingCycles:
         cancelled bind forgets its assumption)."""
         await self._tasks.drain(grace)
 
-    async def _run(self, a: Assumed, waiting: WaitingPod | None, permit_timeout: float) -> None:
+    async def _run(self, a: Assumed, waiting: WaitingPod | None) -> None:
         fwk, state, assumed, node = a.fwk, a.state, a.pod, a.node
         pod = a.info.pod
         bound = False
         try:
             async with self._slots:
                 if waiting is not None:
-                    await self._wait_at_permit(fwk, waiting, permit_timeout)
+                    await self._wait_at_permit(fwk, waiting)
                 st = await fwk.run_pre_bind(state, assumed, node)
                 if not st.ok:
                     if isinstance(st.error, LeaseNotHeld):  # VolumeBinding's PV/PVC writes
@@ -144,18 +148,14 @@ class BindingCycles:
                         self._fenced(a)
                         return
                     if isinstance(st.error, Conflict):
-                        # 409: bound by someone else in between (the informer will tell us
-                        # where), or being deleted (the informer will remove it); either
-                        # way nothing to requeue
+                        # 409: bound by someone else in between, or being deleted; handled
+                        # as any bind error below (upstream makes no exception for it)
                         log.info(
                             "bind conflict pod=%s node=%s: %s",
                             pod.key,
                             node,
                             _conflict_cause(st.error),
                         )
-                        a.undo_with(self._failures)
-                        self._queue.done(pod.uid)
-                        return
                     raise BindRejected(st.message())
                 bound = True
                 self._cache.finish_binding(assumed)
@@ -181,24 +181,24 @@ class BindingCycles:
                 str(exc) if isinstance(exc, BindRejected) else f"binding rejected: {exc}",
                 a.start,
                 RESULT_ERROR,
+                nominated=CLEAR_NOMINATION,
             )
         except Exception as exc:
             log.exception("binding cycle crashed pod=%s", pod.key)
             a.undo_with(self._failures)
             self._queue.assigned_pod_deleted(assumed)  # as for any failed bind
             self._failures.failed(
-                fwk, a.info, Status.from_error(exc), f"binding failed: {exc}", a.start, RESULT_ERROR
-            )
+                fwk, a.info, Status.from_error(exc), f"binding failed: {exc}", a.start,
+                RESULT_ERROR, nominated=CLEAR_NOMINATION,
+            )  # fmt: skip
         finally:
             self._goroutines("binding").set(len(self._tasks) - 1)
 
-    async def _wait_at_permit(
-        self, fwk: SchedulingFramework, waiting: WaitingPod, limit: float
-    ) -> None:
+    async def _wait_at_permit(self, fwk: SchedulingFramework, waiting: WaitingPod) -> None:
+        """Until the verdict: allowed, rejected (by a plugin, by preemption), or timed out
+        (the WaitingPod's own timer rejects it in its plugin's name)."""
         try:
-            st = await asyncio.wait_for(asyncio.shield(waiting.verdict), limit)
-        except TimeoutError:
-            st = Status.unschedulable(PERMIT_TIMEOUT)
+            st = await asyncio.shield(waiting.verdict)
         finally:
             fwk.waiting_pods.remove(waiting.pod.uid)
         if st.is_rejected:
@@ -223,6 +223,7 @@ class BindingCycles:
             a.start,
             RESULT_UNSCHEDULABLE,
             rejectors={rejection.plugin} if rejection.plugin else set(),
+            nominated=CLEAR_NOMINATION,
         )
         self._queue.move_all_to_active_or_backoff(
             ASSIGNED_POD_DELETE, a.pod, None, pre_check=lambda pod: pod.uid != a.pod.uid
@@ -244,11 +245,12 @@ class BindingCycles:
         # was 8% of the process's CPU in the 3000-pod profile (docs/performance.md)
         log.debug("bound pod=%s node=%s", pod.key, node)
         self._events.event(
-            pod_ref(pod.namespace, pod.name, pod.uid),
+            pod_ref(pod.namespace, pod.name, pod.uid, pod.resource_version),
             "Normal",
             "Scheduled",
             "Binding",
             f"Successfully assigned {pod.namespace}/{pod.name} to {node}",
+            controller=profile,
         )
         self._queue.done(pod.uid)
 

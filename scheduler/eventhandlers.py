@@ -115,7 +115,11 @@ class PodEventHandler:
         return not pod.node_name and self.responsible_for(pod) and pod.deletion_timestamp is None
 
     def _queued(self, pod: PodInfo) -> bool:
-        return self._pending_ours(pod) and not pod.refusal()
+        # a terminating pod stays queued, as upstream's (eventhandlers.go
+        # updatePodInSchedulingQueue updates it in the queue): when popped it is skipped
+        # with upstream's "skip schedule deleting pod" event (loop.schedule_one), and a
+        # failed attempt in flight is requeued and told as upstream's is
+        return not pod.node_name and self.responsible_for(pod) and not pod.refusal()
 
     def _refuse(self, pod: PodInfo, old: PodInfo | None) -> None:
         """Tell the pod why it is refused, unless it was already told the same."""
@@ -158,7 +162,7 @@ class PodEventHandler:
                 self.queue.add(new)
             return
         if self._queued(old):
-            # it became terminating (or unplaceable) while pending
+            # it became unplaceable while pending
             self.queue.delete(old)
         if self._pending_ours(new):
             self._refuse(new, old)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from scheduler.binding_cycle import FENCED_BIND, Assumed, BindingCycles, BindRejected
 from scheduler.cache import Cache, CacheError, Nominator, Snapshot
-from scheduler.client.events import EventRecorder
+from scheduler.client.events import WARNING, EventRecorder, pod_ref
 from scheduler.clock import SYSTEM_CLOCK, Clock
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.diagnosis import FitError
@@ -63,7 +63,7 @@ class SchedulingLoop:
         metrics: SchedulerMetrics,
         max_binds_in_flight: int = 64,
         clock: Clock = SYSTEM_CLOCK,
-        is_pending: Callable[[PodInfo], bool] | None = None,
+        current_pod: Callable[[PodInfo], PodInfo | None] | None = None,
         fence: Callable[[str], bool] | None = None,
         binds: TaskGroup | None = None,
     ) -> None:
@@ -82,7 +82,8 @@ class SchedulingLoop:
             status_writer=status_writer,
             metrics=metrics,
             clock=clock,
-            is_pending=is_pending or (lambda pod: True),
+            # without an informer (tests) the popped pod is taken as current
+            current_pod=current_pod or (lambda pod: pod),
         )
         self.binding = BindingCycles(
             self.failures,
@@ -133,6 +134,15 @@ class SchedulingLoop:
         # each Pop): opportunistic batching reuses results only in the very next cycle
         self.search.cycle += 1
         fwk = self.frameworks.get(pod.scheduler_name)
+        if fwk is not None and pod.deletion_timestamp is not None:
+            # upstream skipPodSchedule (schedule_one.go) tells a deleting pod it is skipped
+            log.debug("skip schedule deleting pod=%s", pod.key)
+            self.failures.events.event(
+                pod_ref(pod.namespace, pod.name, pod.uid, pod.resource_version), WARNING,
+                "FailedScheduling", "Scheduling",
+                f"skip schedule deleting pod: {pod.namespace}/{pod.name}",
+                controller=fwk.profile_name,
+            )  # fmt: skip
         if fwk is None or pod.deletion_timestamp is not None or self.cache.is_assumed(pod):
             self.queue.done(pod.uid)
             return
@@ -185,9 +195,10 @@ class SchedulingLoop:
             return
         waiting = None
         if st.code == Code.WAIT:
-            waiting = WaitingPod(assumed, node)
+            # timed from now, as upstream's newWaitingPod arms its timers in the cycle
+            waiting = WaitingPod(assumed, node, plugin=st.plugin, timeout=timeout)
             fwk.waiting_pods.add(waiting)
-        self.binding.start(Assumed(fwk, state, info, assumed, node, start), waiting, timeout)
+        self.binding.start(Assumed(fwk, state, info, assumed, node, start), waiting)
         progress.handed_over = True  # from here on the binding cycle owns the pod
 
     def _crashed(

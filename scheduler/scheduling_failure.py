@@ -1,9 +1,18 @@
 """What happens to a pod whose attempt failed (upstream handleSchedulingFailure).
 
 Shared by the scheduling cycle (a FitError, a crash) and the binding cycle (a rejected
-bind): count the attempt, requeue the pod unless it is gone, tell it with a
+bind, a 409): count the attempt, requeue the pod unless it is gone, tell it with a
 FailedScheduling event, and write PodScheduled=False with its nomination, unless a
 preemption task writes the pod's status itself.
+
+Which of these happen follows the informer's current copy of the pod, as upstream's
+(pkg/scheduler/schedule_one.go handleSchedulingFailure, v1.37.2):
+- the attempt is counted always;
+- a pod recreated meanwhile (same name, another UID) gets nothing more;
+- a pod gone from the informer, or already assigned to a node, is not requeued but still
+  gets the event and the status write (a 409 on bind by another binder lands here);
+- a pod still pending is requeued, then told.
+The event's note is cut as upstream's truncateMessage cuts it (1024 bytes, " ...").
 """
 
 from __future__ import annotations
@@ -28,6 +37,8 @@ log = logging.getLogger("scheduler.loop")
 RESULT_SCHEDULED = "scheduled"
 RESULT_UNSCHEDULABLE = "unschedulable"
 RESULT_ERROR = "error"
+NOTE_LENGTH_LIMIT = 1024
+TRUNCATED = " ..."
 
 
 class FailureHandler:
@@ -40,7 +51,7 @@ class FailureHandler:
         status_writer: StatusWriter,
         metrics: SchedulerMetrics,
         clock: Clock,
-        is_pending: Callable[[PodInfo], bool],
+        current_pod: Callable[[PodInfo], PodInfo | None],
     ) -> None:
         self.cache = cache
         self.queue = queue
@@ -48,9 +59,14 @@ class FailureHandler:
         self.status_writer = status_writer
         self.metrics = metrics
         self.clock = clock
-        # is the pod (by the informer's view) still pending and ours? guards requeues of
-        # pods that were deleted or bound elsewhere while their cycle ran
-        self.is_pending = is_pending
+        # the informer's current copy of the pod (by namespace/name), None when gone:
+        # decides whether a failed pod is requeued and told (see the module docstring)
+        self.current_pod = current_pod
+
+    def is_pending(self, pod: PodInfo) -> bool:
+        """Still this pod (same UID), unassigned, by the informer's view."""
+        current = self.current_pod(pod)
+        return current is not None and current.uid == pod.uid and not current.node_name
 
     def undo(
         self, fwk: SchedulingFramework, state: CycleState, assumed: PodInfo, node: str
@@ -83,32 +99,45 @@ class FailureHandler:
         self.metrics.scheduling_attempt_duration.labels(result=result, profile=profile).observe(
             self.clock.now() - start
         )
-        if not self.is_pending(pod):
-            # deleted or bound elsewhere while the cycle ran: nothing to requeue
+        current = self.current_pod(pod)
+        if current is not None and current.uid != pod.uid:
+            # recreated while its attempt ran: upstream skips the requeue and the status
+            log.info("pod recreated, failure not reported pod=%s", pod.key)
             self.queue.done(pod.uid)
             return
-        plugins = (
-            rejectors if rejectors is not None else ({status.plugin} if status.plugin else set())
-        )
-        if result == RESULT_ERROR:
-            plugins = set()  # an error goes to backoff, whatever the plugin
-        self.queue.add_unschedulable_if_not_present(info, plugins, self.queue.scheduling_cycle)
-        self.queue.done(pod.uid)
+        if current is None or current.node_name:
+            # gone, or assigned (bound by someone else): nothing to requeue, but upstream
+            # still sends the event and writes the status
+            self.queue.done(pod.uid)
+        else:
+            plugins = (
+                rejectors
+                if rejectors is not None
+                else ({status.plugin} if status.plugin else set())
+            )
+            if result == RESULT_ERROR:
+                plugins = set()  # an error goes to backoff, whatever the plugin
+            self.queue.add_unschedulable_if_not_present(
+                info, plugins, self.queue.scheduling_cycle
+            )
+            self.queue.done(pod.uid)
         reason = "SchedulerError" if result == RESULT_ERROR else "Unschedulable"
         log.info("unschedulable pod=%s reason=%s msg=%s", pod.key, reason, message)
         self.events.event(
-            pod_ref(pod.namespace, pod.name, pod.uid),
+            # upstream tells the informer's current copy (its resourceVersion included)
+            pod_ref(pod.namespace, pod.name, pod.uid, (current or pod).resource_version),
             "Warning",
             "FailedScheduling",
             "Scheduling",
-            message,
+            truncate_message(message),
+            controller=profile,
         )
         # a preemption's own task writes the preemptor's status (nomination included),
         # off the loop; everyone else gets it written here
         if status_by_task:
             self.status_writer.forget(pod.uid)  # the task writes it; remember nothing stale
         else:
-            self.status_writer.unschedulable(pod, reason, message, nominated)
+            self.status_writer.unschedulable(current or pod, reason, message, nominated)
 
     def requeue_quietly(self, info: QueuedPodInfo[PodInfo]) -> None:
         """Back to the queue (with backoff) with no event and no status: used when this
@@ -123,6 +152,15 @@ class FailureHandler:
             log.exception("requeue failed pod=%s", info.pod.key)
         finally:
             self.queue.done(info.pod.uid)
+
+
+def truncate_message(message: str) -> str:
+    """upstream truncateMessage (schedule_one.go): a note over the Event limit (1024
+    bytes, validation.NoteLengthLimit) keeps its first 1020 bytes and ends in " ..."."""
+    raw = message.encode()
+    if len(raw) <= NOTE_LENGTH_LIMIT:
+        return message
+    return raw[: NOTE_LENGTH_LIMIT - len(TRUNCATED)].decode(errors="ignore") + TRUNCATED
 
 
 def result_of(status: Status) -> str:

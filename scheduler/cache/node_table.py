@@ -248,7 +248,11 @@ class NodeTable:
                     if not holders:
                         del self.images[img]
             for img, size in node.images.items():
-                self.images.setdefault(img, {})[slot] = size
+                holders = self.images.setdefault(img, {})
+                # upstream keeps one size per image name, the one of the node that
+                # brought the name into its cache, until no node holds it
+                # (pkg/scheduler/backend/cache/cache.go addNodeImageStates)
+                holders[slot] = next(iter(holders.values()), size)
             self._row_images[slot] = node.images
 
     def release(self, name: str) -> int | None:

@@ -18,8 +18,14 @@ A write the API server refuses (4xx, e.g. 404 when the namespace is gone) is dro
 once and its series forgotten, as client-go abandons a rejected Event; the periodic
 flush never resends it. Retryable failures were already retried by the dispatcher.
 
+Each Event names the profile that reports it: upstream gives every profile a recorder of
+its own whose reportingController is the profile's schedulerName
+(pkg/scheduler/profile/profile.go newProfile), so callers pass `controller=` (the pod's
+profile). One buffer and one writer serve every profile.
+
 Repeats are aggregated as client-go's tools/events recorder does: events are
-"isomorphic" when regarding object, type, reason, action and reporting controller match
+"isomorphic" when regarding object, related object, type, reason, action and reporting
+controller match (client-go tools/events/event_broadcaster.go getKey)
 (the note may differ, so "0/5 nodes are available ..." storms fold into one object).
 The first is created; the second patches `series` {count: 2, lastObservedTime} at once;
 later ones only bump the count in memory, and the series is patched every
@@ -68,13 +74,17 @@ NAME_MAX = 253
 
 @dataclass(frozen=True, slots=True)
 class ObjectRef:
-    """The regarding object of an Event."""
+    """The regarding (or related) object of an Event. As client-go's
+    reference.GetReference, it carries the object's resourceVersion, which is part of
+    the isomorphic key: events about one pod aggregate into a series only while the pod
+    is unchanged; after any update of the pod the next one is a new Event, as upstream's."""
 
     kind: str
     namespace: str
     name: str
     uid: str = ""
     api_version: str = "v1"
+    resource_version: str = ""
 
     def as_dict(self) -> dict[str, str]:
         ref = {"kind": self.kind, "name": self.name, "apiVersion": self.api_version}
@@ -82,11 +92,13 @@ class ObjectRef:
             ref["namespace"] = self.namespace
         if self.uid:
             ref["uid"] = self.uid
+        if self.resource_version:
+            ref["resourceVersion"] = self.resource_version
         return ref
 
 
-def pod_ref(namespace: str, name: str, uid: str = "") -> ObjectRef:
-    return ObjectRef("Pod", namespace, name, uid)
+def pod_ref(namespace: str, name: str, uid: str = "", resource_version: str = "") -> ObjectRef:
+    return ObjectRef("Pod", namespace, name, uid, resource_version=resource_version)
 
 
 class EventSink(Protocol):
@@ -99,7 +111,8 @@ class EventSink(Protocol):
     ) -> dict[str, Any]: ...
 
 
-EventKey = tuple[ObjectRef, str, str, str]  # regarding, type, reason, action
+# regarding, type, reason, action, reporting controller, related
+EventKey = tuple[ObjectRef, str, str, str, str, ObjectRef | None]
 
 
 def micro_time(moment: dt.datetime) -> str:
@@ -205,10 +218,8 @@ class EventAggregator:
         return len(stale)
 
 
-def build_event(
-    entry: SeriesEntry, reporting_controller: str, reporting_instance: str
-) -> dict[str, Any]:
-    regarding, type_, reason, action = entry.key
+def build_event(entry: SeriesEntry, reporting_instance: str) -> dict[str, Any]:
+    regarding, type_, reason, action, reporting_controller, related = entry.key
     event: dict[str, Any] = {
         "apiVersion": "events.k8s.io/v1",
         "kind": "Event",
@@ -222,6 +233,8 @@ def build_event(
         "note": _truncate_bytes(entry.note, NOTE_MAX_BYTES),
         "regarding": regarding.as_dict(),
     }
+    if related is not None:
+        event["related"] = related.as_dict()
     if entry.count > 1:
         event["series"] = _series(entry)
     return event
@@ -270,8 +283,8 @@ class EventRecorder:
         self,
         sink: EventSink,
         *,
-        reporting_controller: str,
         reporting_instance: str,
+        reporting_controller: str | None = None,
         buffer_size: int = 1000,
         concurrency: int = 16,
         series_interval: float = 30.0,
@@ -284,6 +297,8 @@ class EventRecorder:
         if buffer_size < 1:
             raise ValueError("buffer_size must be >= 1")
         self._sink = sink
+        # the controller of events that name none; the scheduler sets none, so an event
+        # without its profile is refused rather than sent under another profile's name
         self.reporting_controller = reporting_controller
         self.reporting_instance = reporting_instance
         # first events (the first Event about an object) and repeats, each in order
@@ -313,13 +328,28 @@ class EventRecorder:
         self._created = self._patched = self._dropped = self._failed = 0
 
     # ---- the caller's side: never blocks -------------------------------------------
-    def event(self, regarding: ObjectRef, type: str, reason: str, action: str, note: str) -> None:
+    def event(
+        self,
+        regarding: ObjectRef,
+        type: str,
+        reason: str,
+        action: str,
+        note: str,
+        *,
+        controller: str | None = None,
+        related: ObjectRef | None = None,
+    ) -> None:
+        """`controller`: the reportingController (the pod's profile); `related`: the
+        other object involved (a preemptor for its victims' Preempted events)."""
         if type not in (NORMAL, WARNING):
             raise ValueError(f"event type must be Normal or Warning, not {type!r}")
+        reporting = controller or self.reporting_controller
+        if not reporting:
+            raise ValueError(f"event {reason!r} names no reporting controller")
         if self._closed:
             self._drop(DROP_STOPPED, reason)
             return
-        key: EventKey = (regarding, type, reason, action)
+        key: EventKey = (regarding, type, reason, action, reporting, related)
         what, entry = self._aggregator.observe(key, note, self._clock.now(), self._wall())
         if what == "create":
             first = self._aggregator.series_about(regarding) == 1
@@ -469,9 +499,7 @@ class EventRecorder:
         try:
             if op.kind == "create":
                 count = entry.count
-                await self._sink.create_event(
-                    build_event(entry, self.reporting_controller, self.reporting_instance)
-                )
+                await self._sink.create_event(build_event(entry, self.reporting_instance))
                 entry.sent_count = max(entry.sent_count, count)
                 self._created += 1
                 return
@@ -486,9 +514,7 @@ class EventRecorder:
                 )
                 self._patched += 1
             except NotFound:
-                await self._sink.create_event(
-                    build_event(entry, self.reporting_controller, self.reporting_instance)
-                )
+                await self._sink.create_event(build_event(entry, self.reporting_instance))
                 self._created += 1
             entry.sent_count = max(entry.sent_count, count)
         except asyncio.CancelledError:

@@ -10,21 +10,13 @@ process at run time are refused here, each with the reason in a comment.
 from __future__ import annotations
 
 from scheduler.config import names
+from scheduler.config.bounds import JITTER_FACTOR, MAX_LEASE_DURATION, MIN_LEASE_DURATION
 from scheduler.config.duration import format_duration
 from scheduler.config.errors import ConfigError, brief
 from scheduler.config.k8s_names import dns1123_label, dns1123_subdomain, qualified_name
 from scheduler.config.types import RESOURCE_LOCK_LEASES, Profile, SchedulerConfiguration
 
-# client-go's leader election jitter: renewDeadline must exceed retryPeriod * 1.2
-JITTER_FACTOR = 1.2
-# The Lease stores the duration as whole seconds in an int32 (coordination/v1
-# LeaseSpec.leaseDurationSeconds) that the API server requires to be > 0
-# (pkg/apis/coordination/validation ValidateLeaseSpec). client-go converts with
-# int32(seconds): below 1s every write is refused with 422, above 2^31-1 s the value wraps;
-# either way no replica ever leads. So the lease must be within [1s, 2^31-1 s].
-MIN_LEASE_DURATION = 1.0
-MAX_LEASE_DURATION = float((1 << 31) - 1)
-
+# the bounds (lease, jitter) live in config/bounds.py, shared with the Helm chart
 
 def validate(cfg: SchedulerConfiguration) -> None:
     if cfg.parallelism <= 0:

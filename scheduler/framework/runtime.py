@@ -69,6 +69,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# upstream framework/runtime/framework.go maxTimeout: no Permit wait is longer
+MAX_PERMIT_WAIT = 15 * 60.0
+
 
 class FrameworkError(ValueError):
     """The profile cannot be built (unknown plugin, plugin lacking the extension point)."""
@@ -481,16 +484,23 @@ class Framework:
                 log.exception("unreserve failed plugin=%s pod=%s", p.name, pod.key)
 
     def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
-        """SUCCESS, WAIT (with the shortest timeout) or the first rejection."""
+        """SUCCESS, WAIT or the first rejection. A WAIT names the plugin whose wait ends
+        first, with that wait: upstream arms a timer per waiting plugin (each capped at
+        15 minutes; RunPermitPlugins, waiting_pods_map.go newWaitingPod) and the first
+        to fire rejects the pod in that plugin's name; on equal waits the first plugin
+        in profile order stands for upstream's (random) first timer."""
         wait: float | None = None
+        waiting_plugin = ""
         for p in self.permit_plugins:
             st, timeout = p.permit(state, pod, node_name)
             if st.code == Code.WAIT:
-                wait = timeout if wait is None else min(wait, timeout)
+                timeout = min(timeout, MAX_PERMIT_WAIT)
+                if wait is None or timeout < wait:
+                    wait, waiting_plugin = timeout, p.name
             elif not st.ok:
                 return with_plugin(st, p.name), 0.0
         if wait is not None:
-            return Status(Code.WAIT), wait
+            return Status(Code.WAIT, plugin=waiting_plugin), wait
         return Status.success(), 0.0
 
     async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:

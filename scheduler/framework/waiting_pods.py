@@ -1,10 +1,15 @@
 """Pods held at Permit, owned by the framework (upstream framework/runtime/waiting_pods_map.go).
 
 A Permit plugin that answers WAIT parks the pod here; its binding cycle awaits the
-verdict. Anyone holding the framework handle may allow or reject a waiting pod in
-memory: preemption rejects a victim that is still waiting instead of deleting it.
-One map serves every profile of the process, so a victim waiting in another profile's
-framework is found too.
+verdict. The wait is timed from the moment the pod is parked, as upstream's newWaitingPod
+arms its timers (framework/runtime/waiting_pods_map.go): when it runs out the pod is
+rejected by the plugin that asked to wait, in upstream's words
+"rejected due to timeout after waiting <Go duration> at plugin <name>".
+
+Anyone holding the framework handle may allow or reject a waiting pod in memory:
+preemption rejects a victim that is still waiting instead of deleting it. One map
+serves every profile of the process, so a victim waiting in another profile's framework
+is found too.
 """
 
 from __future__ import annotations
@@ -13,27 +18,50 @@ import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from scheduler.config.duration import format_duration
 from scheduler.framework.status import Status
 from scheduler.model.pod import PodInfo
 
 
+def permit_timeout_message(wait: float, plugin: str) -> str:
+    """upstream waiting_pods_map.go newWaitingPod: the wait as Go's time.Duration prints
+    it ("10s", "1m30s", "500ms")."""
+    return f"rejected due to timeout after waiting {format_duration(wait)} at plugin {plugin}"
+
+
 @dataclass
 class WaitingPod:
-    """A pod held at Permit on `node`; `verdict` resolves to the Status that ends the wait."""
+    """A pod held at Permit on `node`; `verdict` resolves to the Status that ends the wait.
+    With a `timeout`, the pod is rejected by `plugin` (the Permit plugin whose wait ends
+    first) when that many seconds pass without a verdict."""
 
     pod: PodInfo
     node: str
+    plugin: str = ""
+    timeout: float | None = None
     verdict: asyncio.Future[Status] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
+    _timer: asyncio.TimerHandle | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.timeout is not None:
+            message = permit_timeout_message(self.timeout, self.plugin)
+            self._timer = asyncio.get_running_loop().call_later(
+                self.timeout, self.reject, self.plugin, message
+            )
 
     def allow(self) -> None:
-        if not self.verdict.done():
-            self.verdict.set_result(Status.success())
+        self._settle(Status.success())
 
     def reject(self, plugin: str, message: str) -> None:
+        self._settle(Status.unschedulable(message, plugin=plugin))
+
+    def _settle(self, status: Status) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
         if not self.verdict.done():
-            self.verdict.set_result(Status.unschedulable(message, plugin=plugin))
+            self.verdict.set_result(status)
 
 
 class WaitingPods:

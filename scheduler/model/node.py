@@ -35,15 +35,15 @@ class NodeInfo:
     problems: tuple[str, ...] = ()
 
 
-def _normalize_image(name: str) -> str:
-    """upstream ImageLocality: an image without tag or digest means ":latest"."""
+def normalize_image(name: str) -> str:
+    """A pod's image name as ImageLocality looks it up: without tag or digest it means
+    ":latest" (upstream imagelocality normalizedImageName). Only the pod side is
+    normalised: the node's status.images names are kept as the node reports them
+    (pkg/scheduler/backend/cache/cache.go addNodeImageStates), so a node listing "nginx"
+    does not hold the pod's "nginx" ("nginx:latest")."""
     if name.rfind(":") <= name.rfind("/"):
         return name + ":latest"
     return name
-
-
-def normalize_image(name: str) -> str:
-    return _normalize_image(name)
 
 
 # Nodes the scheduler cannot fully read get these taints: no pod lands on them unless it
@@ -194,7 +194,9 @@ def _images(value: Any, path: str, problems: Problems) -> dict[str, int]:
         names = problems.read(json_list, img.get("names"), f"{where}.names", default=none)
         for j, n in enumerate(names):
             if isinstance(n, str):
-                images[_normalize_image(n)] = size
+                # as reported (not normalised); a name listed twice keeps its first size,
+                # as upstream's cache does
+                images.setdefault(n, size)
             else:
                 problems.add(f"{where}.names[{j}]", "must be a string")
     return images

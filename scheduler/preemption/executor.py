@@ -95,7 +95,15 @@ class EventSink(Protocol):
     """client.events.EventRecorder's caller side."""
 
     def event(
-        self, regarding: ObjectRef, type: str, reason: str, action: str, note: str
+        self,
+        regarding: ObjectRef,
+        type: str,
+        reason: str,
+        action: str,
+        note: str,
+        *,
+        controller: str | None = None,
+        related: ObjectRef | None = None,
     ) -> None: ...
 
 
@@ -469,25 +477,34 @@ class PreemptionExecutor:
                 victim.key,
                 d.node,
             )
-            self._preempted_event(d, victim)
+            self._preempted_event(d, victim, in_memory=True)
             return True
         good = await self._evictions.evict(victim, d.preemptor, d.node, p.errors)
         if good:
-            self._preempted_event(d, victim)
+            self._preempted_event(d, victim, in_memory=False)
         return good
 
     def _check_fence(self, operation: str) -> None:
         if not self._fence(operation):
             raise LeaseNotHeld(operation)
 
-    def _preempted_event(self, d: Decision, victim: PodInfo) -> None:
+    def _preempted_event(self, d: Decision, victim: PodInfo, *, in_memory: bool) -> None:
         pre = d.preemptor
+        # upstream's words (framework/preemption/executor.go NewExecutor's PreemptPod):
+        # the preemptor by its kind and UID, and a suffix for a victim stopped at Permit
+        note = f"Preempted by pod {pre.uid} on node {d.node}"
+        if in_memory:
+            note += " (in kube-scheduler memory)."
         self._events.event(
-            pod_ref(victim.namespace, victim.name, victim.uid),
+            pod_ref(victim.namespace, victim.name, victim.uid, victim.resource_version),
             NORMAL,
             "Preempted",
             "Preempting",
-            f"Preempted by pod {pre.key} (uid {pre.uid}) on node {d.node}",
+            note,
+            # upstream sends it through the preemptor's profile's recorder, with the
+            # preemptor as the related object (framework/preemption/executor.go)
+            controller=pre.scheduler_name,
+            related=pod_ref(pre.namespace, pre.name, pre.uid, pre.resource_version),
         )
 
     def _prune_deleted(self) -> None:

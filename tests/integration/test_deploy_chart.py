@@ -323,7 +323,8 @@ def test_the_scheduler_as_the_service_account_leads_schedules_and_preempts(
     preempted = wait_for(lambda: events_for("Preempted", victims), timeout=15,
                          what="Preempted events for both victims")  # fmt: skip
     for ev in preempted.values():
-        assert ev["note"].startswith(f"Preempted by pod {WORK}/high ")
+        high_uid = (cluster.get_pod(WORK, "high") or {})["metadata"]["uid"]
+        assert ev["note"].startswith(f"Preempted by pod {high_uid} ")
         assert ev["note"].endswith(f"on node {node}")
         assert ev["reportingInstance"] == identity
     scheduled = wait_for(lambda: events_for("Scheduled", [*low, "high"]), timeout=15,

@@ -191,7 +191,9 @@ class RecordingEvents:
     def __init__(self) -> None:
         self.sent: list[SentEvent] = []
 
-    def event(self, regarding: ObjectRef, type: str, reason: str, action: str, note: str) -> None:
+    def event(
+        self, regarding: ObjectRef, type: str, reason: str, action: str, note: str, **kw: Any
+    ) -> None:
         self.sent.append(SentEvent(regarding.name, type, reason, note))
 
     def failed_scheduling(self) -> list[tuple[str, str]]:

@@ -23,7 +23,7 @@ from tests.unit.fake_clock import FakeClock
 
 T0 = dt.datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=dt.UTC)
 POD = pod_ref("ns", "web-1", "uid-1")
-KEY = (POD, WARNING, "FailedScheduling", "Scheduling")
+KEY = (POD, WARNING, "FailedScheduling", "Scheduling", "async-scheduler", None)
 
 
 def test_micro_time_is_rfc3339_with_microseconds() -> None:
@@ -43,8 +43,9 @@ def test_first_occurrence_creates_the_second_patches_later_ones_count() -> None:
 def test_different_reason_or_object_is_a_different_series() -> None:
     agg = EventAggregator()
     assert agg.observe(KEY, "x", 0.0, T0)[0] == "create"
-    assert agg.observe((POD, NORMAL, "Scheduled", "Binding"), "x", 0.0, T0)[0] == "create"
-    other = (pod_ref("ns", "web-2"), WARNING, "FailedScheduling", "Scheduling")
+    scheduled = (POD, NORMAL, "Scheduled", "Binding", "async-scheduler", None)
+    assert agg.observe(scheduled, "x", 0.0, T0)[0] == "create"
+    other = (pod_ref("ns", "web-2"), *KEY[1:])
     assert agg.observe(other, "x", 0.0, T0)[0] == "create"
     assert len(agg) == 3
 
@@ -70,7 +71,7 @@ def test_event_body_is_events_k8s_io_v1_with_series_and_limits() -> None:
     _, entry = agg.observe(KEY, "n" * 2000, 0.0, T0)
     later = T0 + dt.timedelta(seconds=5)
     agg.observe(KEY, "n" * 2000, 5.0, later)
-    body = build_event(entry, "async-scheduler", "async-scheduler-host-1")
+    body = build_event(entry, "async-scheduler-host-1")
     assert body["apiVersion"] == "events.k8s.io/v1"
     assert body["metadata"]["namespace"] == "ns"
     assert body["metadata"]["name"].startswith("web-1.")
@@ -82,6 +83,7 @@ def test_event_body_is_events_k8s_io_v1_with_series_and_limits() -> None:
         "apiVersion": "v1",
     }
     assert body["reportingController"] == "async-scheduler"
+    assert "related" not in body
     assert (body["type"], body["reason"], body["action"]) == (
         WARNING,
         "FailedScheduling",
@@ -359,3 +361,24 @@ async def test_what_is_still_buffered_when_stop_gives_up_is_counted() -> None:
     await rec.stop(grace=0.05)
     # one was being written when the writer was cancelled; the two behind it are counted
     assert drops == ["stopped", "stopped"]
+
+
+async def test_each_event_names_the_profile_that_reports_it_and_its_related_object() -> None:
+    """upstream: one recorder per profile (pkg/scheduler/profile/profile.go newProfile), so
+    the same pod's events from two profiles are two series, each under its own name; a
+    Preempted event names the preemptor as related (framework/preemption/executor.go)."""
+    sink = FakeSink()
+    rec = EventRecorder(sink, reporting_instance="i-1", clock=FakeClock(), wall=lambda: T0)
+    rec.start()
+    preemptor = pod_ref("ns", "high", "uid-h")
+    rec.event(POD, WARNING, "FailedScheduling", "Scheduling", "x", controller="first")
+    rec.event(POD, WARNING, "FailedScheduling", "Scheduling", "x", controller="second")
+    rec.event(POD, NORMAL, "Preempted", "Preempting", "y", controller="second", related=preemptor)
+    await settle(lambda: len(sink.created) == 3)
+    assert [e["reportingController"] for e in sink.created] == ["first", "second", "second"]
+    assert all(e.get("series") is None for e in sink.created)
+    assert "related" not in sink.created[0]
+    assert sink.created[2]["related"] == preemptor.as_dict()
+    with pytest.raises(ValueError, match="names no reporting controller"):
+        rec.event(POD, WARNING, "FailedScheduling", "Scheduling", "x")
+    await rec.stop()

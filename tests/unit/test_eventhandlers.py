@@ -81,11 +81,17 @@ def test_a_pod_bound_elsewhere_leaves_the_queue_and_counts_in_the_cache() -> Non
     assert cache.get_pod(pod.uid) is not None
 
 
-def test_a_pending_pod_that_starts_terminating_leaves_the_queue() -> None:
+def test_a_pending_pod_that_starts_terminating_stays_queued_as_upstreams() -> None:
+    """upstream updatePodInSchedulingQueue updates it in the queue; skipPodSchedule skips
+    it with an event when popped (tests/unit/test_loop_failures.py); it leaves the queue
+    when deleted."""
     _, _, queue, _, handler = _setup()
     pod = make_pod("p").scheduler(SCHED).obj()
     handler.on_add(pod)
-    handler.on_update(pod, make_pod("p").uid(pod.uid).scheduler(SCHED).terminating().obj())
+    terminating = make_pod("p").uid(pod.uid).scheduler(SCHED).terminating().obj()
+    handler.on_update(pod, terminating)
+    assert queue.where(pod.uid) == "active"
+    handler.on_delete(terminating)
     assert queue.where(pod.uid) is None
 
 

@@ -441,7 +441,7 @@ async def test_the_loop_counts_every_popped_pod_as_a_cycle() -> None:
         return {}
 
     class Events:
-        def event(self, *args: Any) -> None:
+        def event(self, *args: Any, **kw: Any) -> None:
             pass
 
     fw, m = framework(LIST_DEFAULTING)

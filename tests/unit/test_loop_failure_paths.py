@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.binding_cycle import FENCED_BIND, PERMIT_TIMEOUT
+from scheduler.binding_cycle import FENCED_BIND
 from scheduler.cache import Snapshot
 from scheduler.client.errors import ApiError, Conflict
 from scheduler.framework.cluster_event import ClusterEventWithHint
@@ -70,9 +70,13 @@ def assert_nothing_bound(h: Harness, pod: PodInfo) -> None:
     ],
     ids=["being-deleted", "already-assigned"],
 )
-async def test_a_bind_conflict_forgets_and_unreserves_and_leaves_the_rest_to_the_informer(
+async def test_a_bind_conflict_is_undone_requeued_and_told_as_any_bind_error(
     message: str,
 ) -> None:
+    """upstream makes no exception for a 409 (handleBindingCycleError): the informer still
+    shows the pod pending and unassigned here, so it is requeued with backoff, counted as
+    result="error" and told (tests/unit/test_loop_failures.py covers the informer's other
+    answers: assigned, gone, recreated)."""
     h = harness()
 
     async def conflict(pod: PodInfo, node: str) -> Status:
@@ -84,10 +88,11 @@ async def test_a_bind_conflict_forgets_and_unreserves_and_leaves_the_rest_to_the
     assert h.fwk.called("run_bind") == ["web"]
     assert h.fwk.called("run_unreserve") == ["web"]
     assert h.cache_clean(p)
-    assert h.queue.where(p.uid) is None  # not requeued: the informer shows where it went
+    assert h.queue.where(p.uid) == "backoff"
     assert h.queue.done_calls[p.uid] == 1
-    assert h.events.sent == []  # no FailedScheduling for a pod that is not failing
-    assert h.patches == []
+    assert [e.reason for e in h.events.sent] == ["FailedScheduling"]
+    assert h.attempts("error") == 1.0
+    assert [c["reason"] for c in conditions(h, "web")] == ["SchedulerError"]
     assert h.fwk.called("run_post_bind") == []
 
 
@@ -290,7 +295,7 @@ async def test_a_permit_rejection_undoes_the_assumption_and_makes_the_pod_unsche
 
 
 def _wait_at_permit(h: Harness, timeout: float) -> None:
-    h.fwk.permit = lambda pod, node: (Status(Code.WAIT), timeout)
+    h.fwk.permit = lambda pod, node: (Status(Code.WAIT, plugin="Gang"), timeout)
 
 
 async def test_a_pod_waiting_at_permit_binds_once_allowed() -> None:
@@ -355,14 +360,18 @@ async def test_a_pod_waiting_at_permit_past_its_timeout_is_rejected() -> None:
     h.loop.schedule_one(await h.pop(p))
     await h.loop.drain_binds(SAFETY)
     await h.status_writer.wait_idle()
-    message = f"0/1 nodes are available: 1 {PERMIT_TIMEOUT}."
+    # upstream's words and rejector (waiting_pods_map.go newWaitingPod): the wait as Go
+    # prints a time.Duration, the plugin that asked to wait
+    message = "0/1 nodes are available: 1 rejected due to timeout after waiting 1ms at plugin Gang."
     assert h.fwk.called("run_pre_bind") == []
     assert_nothing_bound(h, p)
     assert h.fwk.called("run_unreserve") == ["web"]
     assert len(h.fwk.waiting_pods) == 0
     assert h.queue.done_calls[p.uid] == 1
-    # no rejector is known (run_permit folds every plugin's wait into one), so backoff
-    assert h.queue.where(p.uid) == "backoff"
+    # the plugin that asked to wait rejected it: Unschedulable, with Gang as its rejector
+    assert h.queue.where(p.uid) == "unschedulable"
+    info = h.queue.get(p.uid)
+    assert info is not None and info.unschedulable_plugins == {"Gang"}
     assert [c["reason"] for c in conditions(h, "web")] == ["Unschedulable"]
     assert h.events.failed_scheduling() == [("web", message)]
     assert h.attempts(RESULT_UNSCHEDULABLE) == 1.0

@@ -1,11 +1,13 @@
 """scheduler.loop: a cycle that crashes requeues its pod with backoff, tells it with a
 FailedScheduling event and counts scheduler_schedule_attempts_total{result="error"}, as
-upstream's handleSchedulingFailure with an error status; a bind answered 409 because the
-pod is being deleted is logged as such."""
+upstream's handleSchedulingFailure with an error status; a bind answered 409 is logged by
+its cause and handled as upstream's handleBindingCycleError + handleSchedulingFailure
+handle it (pkg/scheduler/schedule_one.go, v1.37.2), by the informer's copy of the pod."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -17,6 +19,7 @@ from scheduler.loop import SchedulingLoop
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model import PodInfo
 from scheduler.queue import SchedulingQueue
+from scheduler.scheduling_failure import truncate_message
 from scheduler.status_writer import StatusWriter
 from tests.unit.builders import make_framework, make_node, make_pod
 from tests.unit.fake_clock import FakeClock
@@ -26,7 +29,9 @@ class Events:
     def __init__(self) -> None:
         self.sent: list[tuple[str, str, str]] = []
 
-    def event(self, regarding: Any, type: str, reason: str, action: str, note: str) -> None:
+    def event(
+        self, regarding: Any, type: str, reason: str, action: str, note: str, **kw: Any
+    ) -> None:
         self.sent.append((regarding.name, reason, note))
 
 
@@ -34,7 +39,18 @@ async def _no_patch(namespace: str, name: str, patch: dict[str, Any]) -> dict[st
     return {}
 
 
-def build() -> tuple[SchedulingLoop, SchedulingQueue[PodInfo], Events, SchedulerMetrics, Any]:
+class Patches:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, dict[str, Any]]] = []
+
+    async def __call__(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        self.sent.append((name, patch))
+        return {}
+
+
+def build(
+    current_pod: Callable[[PodInfo], PodInfo | None] | None = None, patch: Any = _no_patch
+) -> tuple[SchedulingLoop, SchedulingQueue[PodInfo], Events, SchedulerMetrics, Any]:
     clock = FakeClock()
     m = SchedulerMetrics()
     cache = Cache()
@@ -48,9 +64,10 @@ def build() -> tuple[SchedulingLoop, SchedulingQueue[PodInfo], Events, Scheduler
         nominator=Nominator(),
         frameworks={fwk.profile_name: fwk},
         events=events,  # type: ignore[arg-type]
-        status_writer=StatusWriter(_no_patch, metrics=m),
+        status_writer=StatusWriter(patch, metrics=m),
         metrics=m,
         clock=clock,
+        current_pod=current_pod,
     )
     return loop, queue, events, m, fwk
 
@@ -174,4 +191,78 @@ async def test_a_409_on_bind_is_logged_by_its_cause(
     lines = [r.getMessage() for r in caplog.records if "bind conflict" in r.getMessage()]
     assert lines == [f"bind conflict pod=default/web node=n1: {logged}"]
     assert not loop.cache.is_assumed(p)
-    assert queue.where(p.uid) is None  # nothing to requeue: the informer has the rest
+
+
+BIND_409 = (
+    'running Bind plugin "DefaultBinder": Operation cannot be fulfilled on pods/binding '
+    '"web": pod web is already assigned to node "n2"'
+)
+
+
+@pytest.mark.parametrize(
+    ("informer", "requeued", "told"),
+    [
+        ("pending", "backoff", True),  # e.g. being deleted, nodeName still empty
+        ("assigned", None, True),  # bound by another binder
+        ("gone", None, True),
+        ("recreated", None, False),  # same name, another UID
+    ],
+)
+async def test_a_409_on_bind_is_counted_told_and_requeued_as_upstream(
+    monkeypatch: pytest.MonkeyPatch, informer: str, requeued: str | None, told: bool
+) -> None:
+    """upstream handleBindingCycleError -> handleSchedulingFailure: result="error" always;
+    requeue only when the informer's pod is this one and unassigned; the event and the
+    PodScheduled=False status (SchedulerError, the Bind plugin's message, the nomination
+    cleared) unless the pod was recreated."""
+    p = make_pod("web").nominated("n1").obj()
+    current = {
+        "pending": p,
+        "assigned": make_pod("web").uid(p.uid).nominated("n1").node("n2").obj(),
+        "gone": None,
+        "recreated": make_pod("web").uid("uid-other").obj(),
+    }[informer]
+    patches = Patches()
+    loop, queue, events, m, fwk = build(lambda pod: current, patches)
+
+    async def conflict(*args: Any) -> Status:
+        err = Conflict(409, "Conflict", BIND_409.split(": ", 1)[1])
+        return Status(Code.ERROR, (BIND_409,), "DefaultBinder", err)
+
+    monkeypatch.setattr(fwk, "run_bind", conflict)
+    queue.add(p)
+    info = await queue.pop()
+    assert info is not None
+    loop.schedule_one(info)
+    await loop.drain_binds(5.0)
+    await loop.failures.status_writer.wait_idle()
+    assert not loop.cache.is_assumed(p)
+    assert attempts(m, "error") == 1.0
+    assert queue.where(p.uid) == requeued
+    if not told:
+        assert events.sent == [] and patches.sent == []
+        return
+    assert events.sent == [("web", "FailedScheduling", BIND_409)]
+    ((name, patch),) = patches.sent
+    (condition,) = patch["status"]["conditions"]
+    assert (name, condition["reason"], condition["message"]) == ("web", "SchedulerError", BIND_409)
+    assert patch["status"]["nominatedNodeName"] is None  # upstream's clearNominatedNode
+
+
+async def test_a_deleting_pod_popped_is_skipped_with_upstreams_event() -> None:
+    """upstream skipPodSchedule: 'skip schedule deleting pod: ns/name', not scheduled."""
+    loop, queue, events, _, _ = build()
+    p = make_pod("web").terminating().obj()
+    queue.add(p)
+    info = await queue.pop()
+    assert info is not None
+    loop.schedule_one(info)
+    assert events.sent == [("web", "FailedScheduling", "skip schedule deleting pod: default/web")]
+    assert queue.where(p.uid) is None and not loop.cache.is_assumed(p)
+
+
+def test_a_note_over_the_event_limit_is_cut_as_upstream_cuts_it() -> None:
+    """upstream truncateMessage: the first 1020 bytes and " ..."."""
+    assert truncate_message("x" * 1024) == "x" * 1024
+    cut = truncate_message("x" * 1019 + "é" + "y" * 10)
+    assert cut == "x" * 1019 + " ..."  # the 2-byte character does not fit whole

@@ -24,7 +24,7 @@ def test_node_record() -> None:
     assert n.allocatable["pods"] == 110
     assert n.labels["topology.kubernetes.io/zone"] == "a"
     assert n.taints == (Taint("dedicated", "gpu", "NoSchedule"),)
-    assert n.images == {"nginx:latest": 100}
+    assert n.images == {"nginx": 100}  # as reported: only the pod side is normalised
     assert n.unschedulable and n.ready
 
 
@@ -93,7 +93,7 @@ def test_unreadable_image_size_leaves_out_that_image_only(size: object) -> None:
     raw = make_node("n").image("good", 7).raw()
     raw["status"]["images"].append({"names": ["bad"], "sizeBytes": size})
     n = node_from_dict(raw)
-    assert n.images == {"good:latest": 7}
+    assert n.images == {"good": 7}
     assert len(n.problems) == 1 and n.problems[0].startswith("status.images[1].sizeBytes:")
 
 

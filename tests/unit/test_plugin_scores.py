@@ -178,6 +178,32 @@ def test_image_locality() -> None:
     assert got == {"a": 23, "b": 0}
 
 
+def test_image_locality_normalises_the_pods_image_names_only() -> None:
+    """upstream normalizedImageName applies to the pod's images; the node's names are
+    looked up as the node reports them (backend/cache/cache.go addNodeImageStates): a
+    node listing "big" does not hold the pod's "big" ("big:latest"); one listing
+    "big:latest" does."""
+    got = _score("ImageLocality", make_pod("p").image("big"),
+                 [make_node("a").image("big", 500 * MI), make_node("b").image("big:latest", 500 * MI),
+                  make_node("c")])  # fmt: skip
+    # b: int(500Mi * 1/3) = 174762666; 100 * (174762666 - 23Mi) / (1000Mi - 23Mi) = 14
+    assert got == {"a": 0, "b": 14, "c": 0}
+
+
+def test_image_locality_keeps_the_size_of_the_node_that_brought_the_name() -> None:
+    """upstream's cache keeps one ImageStateSummary per name, sized by the first node
+    that reported it while no other did (addNodeImageStates); a node's second listing
+    of a name does not change it."""
+    big, small = make_node("x").image("img:1", 800 * MI), make_node("y").image("img:1", 100 * MI)
+    got = _score("ImageLocality", make_pod("p").image("img:1"), [big, small])
+    # 800Mi * 2/2 for both: 100 * (800 - 23) / (1000 - 23) = 79
+    assert got == {"x": 79, "y": 79}
+    twice = make_node("z").image("img:2", 600 * MI).image("img:2", 50 * MI)
+    got = _score("ImageLocality", make_pod("p").image("img:2"), [twice, make_node("w")])
+    # the first listing's 600Mi: 100 * (300 - 23) / (1000 - 23) = 28
+    assert got == {"z": 28, "w": 0}
+
+
 def test_inter_pod_affinity_preferred_terms_and_existing_pods() -> None:
     nodes = [make_node("a").zone("z1"), make_node("b").zone("z1"), make_node("c").zone("z2"),
              make_node("d").zone("z3")]  # fmt: skip

@@ -80,8 +80,12 @@ class FakeApi:
 @dataclass
 class FakeEvents:
     events: list[tuple[str, str, str, str]] = field(default_factory=list)
+    options: list[dict[str, Any]] = field(default_factory=list)
 
-    def event(self, regarding: ObjectRef, type: str, reason: str, action: str, note: str) -> None:
+    def event(
+        self, regarding: ObjectRef, type: str, reason: str, action: str, note: str, **kw: Any
+    ) -> None:
+        self.options.append(kw)
         self.events.append((regarding.name, type, reason, note))
 
 
@@ -209,7 +213,11 @@ async def test_steps_run_in_the_contract_order() -> None:
     assert sorted(e[0] for e in h.events.events) == ["last", "v1", "v2"]
     for _, type_, reason, note in h.events.events:
         assert (type_, reason) == ("Normal", "Preempted")
-        assert "default/hi" in note and "n1" in note
+        # upstream's words: the preemptor's kind and UID (framework/preemption/executor.go)
+        assert note == f"Preempted by pod {PREEMPTOR.uid} on node n1"
+    # sent as the preemptor's profile, the preemptor related
+    assert {o["controller"] for o in h.events.options} == {"kas"}
+    assert {o["related"].name for o in h.events.options} == {"hi"}
     # the cleared pod is activated, and the preemptor when the task ends
     assert h.activated == [["lower"], ["hi"]]
     assert not h.executor.is_running(PREEMPTOR.uid)

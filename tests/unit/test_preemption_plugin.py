@@ -62,7 +62,9 @@ class Api:
 
 
 class Events:
-    def event(self, regarding: ObjectRef, type: str, reason: str, action: str, note: str) -> None:
+    def event(
+        self, regarding: ObjectRef, type: str, reason: str, action: str, note: str, **kw: Any
+    ) -> None:
         pass
 
 

@@ -88,8 +88,11 @@ Seconds in a Go duration string (the schema's pattern: 15s, 1m30s, 500ms, 1.5h),
 {{/*
 The lease timings the scheduler (like client-go) refuses at start: refused here, at
 install time, instead of pods that exit 2 in a crash loop after a "successful" install.
+The bounds are the scheduler's own (files/config-bounds.json, generated from
+scheduler/config/bounds.py by `python -m kas_dev.chart_bounds`).
 */}}
 {{- define "kas.checkLeaderElection" -}}
+{{- $b := .Files.Get "files/config-bounds.json" | fromJson }}
 {{- $le := .Values.leaderElection }}
 {{- $lease := float64 (include "kas.seconds" $le.leaseDuration) }}
 {{- $renew := float64 (include "kas.seconds" $le.renewDeadline) }}
@@ -100,8 +103,19 @@ install time, instead of pods that exit 2 in a crash loop after a "successful" i
 {{- if ge $renew $lease }}
 {{- fail (printf "leaderElection.renewDeadline (%s) must be less than leaseDuration (%s)" $le.renewDeadline $le.leaseDuration) }}
 {{- end }}
-{{- if le $renew (mulf $retry 1.2) }}
-{{- fail (printf "leaderElection.renewDeadline (%s) must be greater than retryPeriod*1.2 (retryPeriod %s)" $le.renewDeadline $le.retryPeriod) }}
+{{- if or (lt $lease (float64 $b.minLeaseSeconds)) (gt $lease (float64 $b.maxLeaseSeconds)) }}
+{{- fail (printf "leaderElection.leaseDuration (%s) must be between %vs and %vs (the Lease keeps it as whole seconds in an int32)" $le.leaseDuration $b.minLeaseSeconds (int64 $b.maxLeaseSeconds)) }}
+{{- end }}
+{{- if le $renew (mulf $retry $b.renewJitterFactor) }}
+{{- fail (printf "leaderElection.renewDeadline (%s) must be greater than retryPeriod*%v (retryPeriod %s)" $le.renewDeadline $b.renewJitterFactor $le.retryPeriod) }}
+{{- end }}
+{{- end }}
+
+{{/* Backoffs the scheduler refuses (validation.py): the longest below the first. */}}
+{{- define "kas.checkBackoff" -}}
+{{- $c := .Values.config }}
+{{- if lt (int $c.podMaxBackoffSeconds) (int $c.podInitialBackoffSeconds) }}
+{{- fail (printf "config.podMaxBackoffSeconds (%v) must be greater than or equal to config.podInitialBackoffSeconds (%v)" $c.podMaxBackoffSeconds $c.podInitialBackoffSeconds) }}
 {{- end }}
 {{- end }}
 
@@ -150,6 +164,7 @@ pods would stay Pending without a word.
 {{- $profiles = append $profiles $out }}
 {{- end }}
 {{- if eq (include "kas.leaderElect" .) "true" }}{{- include "kas.checkLeaderElection" . }}{{- end }}
+{{- include "kas.checkBackoff" . }}
 {{- $le := dict
   "leaderElect" (eq (include "kas.leaderElect" .) "true")
   "leaseDuration" .Values.leaderElection.leaseDuration
