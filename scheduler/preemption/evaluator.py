@@ -494,6 +494,14 @@ class Evaluator:
                     )
                 continue
             statuses[name] = success
+            if debug:  # read by the differential oracle (tests/differential/processes.py)
+                log.debug(
+                    "preemption candidate pod=%s node=%s victims=%s pdb_violations=%d",
+                    preemptor.key,
+                    name,
+                    ",".join(v.key for v in victims),
+                    violations,
+                )
             cand = Candidate(name, tuple(victims), violations)
             (violating if violations else non_violating).append(cand)
             if non_violating and len(non_violating) + len(violating) >= wanted:

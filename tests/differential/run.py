@@ -13,7 +13,7 @@ from typing import Any
 
 from kas_dev.cluster.local import LocalCluster
 from tests.differential import scenario as sc
-from tests.differential.compare import Tally, compare
+from tests.differential.compare import Tally, TieFacts, compare
 from tests.differential.harness import Oracle, PodResult
 from tests.kube import ClusterHandle
 
@@ -71,13 +71,19 @@ def decide_scenario(
         say(f"{label}: harness error: {exc}")
         oracle.forget_scenario()
         return None
+    ties = None
+    if scenario.ties:
+        ties = TieFacts(
+            {k: sc.PRIORITY_CLASSES[c][0] for k, c in victim_priority.items()},
+            dict(oracle.start_times),
+        )
     compared = []
     for r in results:
         if r.upstream is None or r.ours is None:
             tally.refused.append(f"{r.name}: {r.refused[:300]}")
             say(f"    the API server refused {r.name}: {r.refused[:300]}")
             continue
-        diffs, made = compare(r, len(scenario.nodes), victim_priority)
+        diffs, made = compare(r, len(scenario.nodes), victim_priority, ties)
         tally.add(diffs, made)
         compared.append(r)
     tally.scenarios += 1
@@ -90,7 +96,10 @@ def run_oracle(
     seed: int,
     indices: Iterable[int],
     progress: Callable[[str], None] | None = None,
+    generate: Callable[[int, int], sc.Scenario] = sc.generate,
 ) -> RunResult:
+    """`generate(seed, index)` makes each scenario: sc.generate, or sc.generate_ties
+    for preemptions whose victims tie."""
     say = progress or (lambda _s: None)
     tally = Tally()
     pods: list[tuple[PodResult, int]] = []
@@ -100,7 +109,7 @@ def run_oracle(
     try:
         todo = list(indices)
         for k, index in enumerate(todo, 1):
-            scenario = sc.generate(seed, index)
+            scenario = generate(seed, index)
             before = len(tally.differences)
             results = decide_scenario(oracle, scenario, tally, f"scenario {index}", say)
             if results is None:
@@ -119,7 +128,9 @@ def run_oracle(
     return RunResult(seed, tally, pods, time.monotonic() - t0)
 
 
-def main_run(seed: int, scenarios: list[int], out: Path | None, keep: Path | None) -> int:
+def main_run(
+    seed: int, scenarios: list[int], out: Path | None, keep: Path | None, ties: bool = False
+) -> int:
     workroot = keep or Path(tempfile.mkdtemp(prefix="kas-oracle-"))
     local = LocalCluster(workroot / "cluster")
     print(f"starting a local control plane in {workroot} ...", flush=True)
@@ -131,6 +142,7 @@ def main_run(seed: int, scenarios: list[int], out: Path | None, keep: Path | Non
             seed,
             scenarios,
             progress=lambda s: print(s, flush=True),
+            generate=sc.generate_ties if ties else sc.generate,
         )
     finally:
         local.down()
@@ -141,6 +153,11 @@ def main_run(seed: int, scenarios: list[int], out: Path | None, keep: Path | Non
         f"{t.made['feasibility']} per-node feasibility decisions, {result.seconds:.0f}s"
     )
     print(t.table())
+    if t.made.get("determined"):
+        print(
+            f"preemptions where upstream's pick was determined (compared on the exact node "
+            f"and victims): {t.made['determined']} of {t.made['preemption']}"
+        )
     for e in t.errors:
         print(f"harness error: {e}")
     if out is not None:
