@@ -64,6 +64,7 @@ def _unique_choice(d: Decision) -> str | None:
 
 _PREEMPTING = re.compile(r"preempting (\d+) victims")
 _PLACEMENT = re.compile(r"found a potential placement for pod on node (\S+), preempting")
+_ANY_NODE = "found a potential placement for pod on node <node>, preempting"
 
 
 @dataclass
@@ -146,7 +147,13 @@ def compare(
 
     if up.message is not None and ours.message is not None:
         made["message"] += 1
-        if up.message != ours.message:
+        mu, mo = up.message, ours.message
+        if ties is not None:
+            # the node named in "found a potential placement for pod on node X" is
+            # compared by the preemption rules (exactly where upstream's pick is
+            # determined, else among the tied best)
+            mu, mo = _PLACEMENT.sub(_ANY_NODE, mu), _PLACEMENT.sub(_ANY_NODE, mo)
+        if mu != mo:
             diff("message", f"upstream: {up.message!r} / ours: {ours.message!r}")
 
     choice = _unique_choice(up)
