@@ -3,6 +3,13 @@
 The cache keeps one mutable NodeView per node; the snapshot holds clones, so a cycle
 never sees the cache change under it. Requests of every pod on the node count: pods of
 other schedulers, assumed pods, and terminating pods until their delete arrives.
+
+`pods` iterates in the order of upstream's NodeInfo.Pods under the same history of adds
+and removes: an added pod goes last (AddPodInfo appends), and a removed pod's place is
+taken by the last pod (removeFromSlice in pkg/scheduler/framework/types.go, v1.37.2);
+an update is a remove and an add (cache.updatePod), so the updated pod goes last. The
+preemption dry run lists its possible victims in this order, and upstream's unstable
+sort leaves pods that tie on priority and start time according to it.
 """
 
 from __future__ import annotations
@@ -76,10 +83,33 @@ class NodeView:
                 self.with_required_anti_affinity += 1
 
     def remove_pod(self, pod: PodInfo) -> bool:
-        """Remove by uid, subtracting the aggregates of the stored record."""
-        old = self.pods.pop(pod.uid, None)
-        if old is None:
+        """Remove by uid, subtracting the aggregates of the stored record; the last pod
+        takes the removed pod's place, as in upstream's NodeInfo (see the module)."""
+        pods = self.pods
+        uid = pod.uid
+        if uid not in pods:
             return False
+        last = next(reversed(pods))
+        if last == uid:
+            old = pods.pop(uid)
+        else:
+            # a dict cannot move an entry into a hole: rebuild it in upstream's order
+            old = pods[uid]
+            moved = pods.pop(last)
+            self.pods = {
+                (last if k == uid else k): (moved if k == uid else v) for k, v in pods.items()
+            }
+        self._subtract(old)
+        return True
+
+    def _discard_pod(self, uid: str) -> None:
+        """Remove without keeping upstream's order (a dry run's private copy, whose
+        order nothing reads)."""
+        old = self.pods.pop(uid, None)
+        if old is not None:
+            self._subtract(old)
+
+    def _subtract(self, old: PodInfo) -> None:
         req = self.requested
         for k, v in old.requests.items():
             left = req.get(k, 0) - v
@@ -95,13 +125,14 @@ class NodeView:
             self.with_affinity -= 1
             if old.required_anti_affinity:  # one of the pod's affinity terms
                 self.with_required_anti_affinity -= 1
-        return True
 
     def clone_without(self, uids: Collection[str]) -> NodeView:
         """A clone without the pods of `uids` (uids not here are ignored): the same
-        pods, in the same order, and the same aggregates as a clone after remove_pod
-        of each. When fewer pods stay than go (a preemption dry run removes every
-        lower-priority pod), the kept pods' aggregates are summed anew instead of
+        pods and the same aggregates as a clone after remove_pod of each (the kept
+        pods in their order here, not upstream's order after those removals: a dry
+        run's copy is never listed in order). When fewer pods stay than go (a
+        preemption dry run removes every lower-priority pod), the kept pods'
+        aggregates are summed anew instead of
         subtracting the others'. (The two ways may differ only in the order of
         `used_ports` and in `requested` keys whose amount is 0: readers treat the
         ports as a set of conflicts and a missing resource as 0.)"""
@@ -109,9 +140,7 @@ class NodeView:
         if len(kept) * 2 >= len(self.pods):
             c = self.clone()
             for uid in uids:
-                old = c.pods.get(uid)
-                if old is not None:
-                    c.remove_pod(old)
+                c._discard_pod(uid)
             return c
         c = NodeView(self.node)
         c.generation = self.generation

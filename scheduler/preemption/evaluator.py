@@ -42,6 +42,7 @@ from scheduler.framework.diagnosis import fit_error_message, status_histogram
 from scheduler.framework.status import Code, Status
 from scheduler.model.pdb import PDBInfo
 from scheduler.model.pod import PREEMPT_NEVER, PodInfo
+from scheduler.preemption.go_sort import sort_slice
 
 __all__ = [
     "Candidate",
@@ -186,6 +187,22 @@ def importance_key(pod: PodInfo) -> tuple[int, float]:
     return (-pod.priority, start)
 
 
+def _importance(pods: Sequence[PodInfo]) -> dict[str, tuple[int, float, int]]:
+    """uid -> a key whose `<` is upstream's MoreImportantVictim for single pods
+    (framework/preemption/util.go): higher priority, then the earlier start. A victim
+    without a start time gets time.Now() when GetVictimsOnNode creates it (NewVictim,
+    framework/preemption/types.go), once per pod in the node's pod order: it started
+    after every pod that has a start time, and after such pods listed before it, so
+    those never tie. `pods` must be in the node's order."""
+    keys: dict[str, tuple[int, float, int]] = {}
+    for seq, pod in enumerate(pods, 1):
+        start = pod.start_time
+        keys[pod.uid] = (
+            (-pod.priority, start, 0) if start is not None else (-pod.priority, math.inf, seq)
+        )
+    return keys
+
+
 def terminating_by_preemption(pod: PodInfo) -> bool:
     return pod.is_terminating and pod.preempted_by_scheduler
 
@@ -227,9 +244,11 @@ def split_by_pdb(
 ) -> tuple[list[PodInfo], list[PodInfo]]:
     """(violating, non_violating), each keeping the order of `pods`.
 
-    Walks `pods` in order spending each matching PDB's disruptionsAllowed; a pod whose
-    removal takes some budget below zero is violating. A pod already listed in a PDB's
-    disruptedPods was counted by the API server and spends nothing of that PDB.
+    Upstream FilterVictimsWithPDBViolation (framework/preemption/util.go): walks `pods`
+    in order spending each matching PDB's disruptionsAllowed, in the PDBs' order; a pod
+    whose removal takes a budget below zero is violating, and the PDBs after that one
+    are not spent for it (podIsViolating returns at once). A pod already listed in a
+    PDB's disruptedPods was counted by the API server and spends nothing of that PDB.
     """
     allowed = [pdb.disruptions_allowed for pdb in pdbs]
     violating: list[PodInfo] = []
@@ -243,6 +262,7 @@ def split_by_pdb(
                 allowed[i] -= 1
                 if allowed[i] < 0:
                     violated = True
+                    break
         (violating if violated else non_violating).append(pod)
     return violating, non_violating
 
@@ -254,8 +274,15 @@ def select_victims(
     fit: FitCheck,
     may_evict: Callable[[PodInfo], bool],
 ) -> tuple[list[PodInfo], int, Status]:
-    """Upstream SelectVictimsOnNode: (victims most important first, PDB violations,
-    status). The node is a candidate only when the status is SUCCESS and victims exist.
+    """Upstream SelectVictimsOnNode (plugins/defaultpreemption/default_preemption.go):
+    (victims most important first, PDB violations, status). The node is a candidate
+    only when the status is SUCCESS and victims exist.
+
+    Ties on priority and start time end as upstream's: the possible victims are listed
+    in the node's pod order (GetVictimsOnNode walks NodeInfo.Pods; cache/node_view.py
+    keeps that order) and sorted with Go's sort.Slice (go_sort), which is not stable
+    beyond 12 pods; the reprieve then walks that order, and the victims are sorted
+    again the same way when both PDB groups had pods.
     """
     priority = preemptor.priority
     potential = [p for p in node.pods.values() if p.priority < priority and may_evict(p)]
@@ -273,7 +300,12 @@ def select_victims(
         # Not even removing every lower-priority pod helps. (Pod affinity to one of the
         # victims is not considered, as upstream, for cost.)
         return [], 0, status
-    potential.sort(key=importance_key)
+    rank = _importance(potential)
+
+    def more_important(a: PodInfo, b: PodInfo) -> bool:
+        return rank[a.uid] < rank[b.uid]
+
+    sort_slice(potential, more_important)
     violating, non_violating = split_by_pdb(potential, pdbs) if pdbs else ([], potential)
     victims: list[PodInfo] = []
     num_violations = 0
@@ -293,7 +325,7 @@ def select_victims(
             if violates:
                 num_violations += 1
     if violating and non_violating:
-        victims.sort(key=importance_key)
+        sort_slice(victims, more_important)
     return victims, num_violations, Status.success()
 
 
@@ -462,6 +494,14 @@ class Evaluator:
                     )
                 continue
             statuses[name] = success
+            if debug:  # read by the differential oracle (tests/differential/processes.py)
+                log.debug(
+                    "preemption candidate pod=%s node=%s victims=%s pdb_violations=%d",
+                    preemptor.key,
+                    name,
+                    ",".join(v.key for v in victims),
+                    violations,
+                )
             cand = Candidate(name, tuple(victims), violations)
             (violating if violations else non_violating).append(cand)
             if non_violating and len(non_violating) + len(violating) >= wanted:

@@ -1,4 +1,4 @@
-"""python -m tests.differential [--scenarios N] [--seed S] [--only I ...] [--out FILE]
+"""python -m tests.differential [--scenarios N] [--seed S] [--only I ...] [--out FILE] [--ties]
 
 Runs upstream kube-scheduler v1.37.2 and this scheduler side by side on a fresh local
 cluster, on N random scenarios, and prints every difference and a summary table.
@@ -21,10 +21,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", type=int, nargs="*", help="run just these scenario indices")
     ap.add_argument("--out", type=Path, help="write every decision and difference as JSON")
     ap.add_argument("--keep", type=Path, help="work in this folder and keep it (logs)")
+    ap.add_argument(
+        "--ties",
+        action="store_true",
+        help="preemption scenarios whose victims tie on priority and start time",
+    )
     args = ap.parse_args(argv)
     os.environ.setdefault("KAS_CLUSTER_DIE_WITH_PARENT", "1")
     indices = args.only if args.only else list(range(args.scenarios))
-    return main_run(args.seed, indices, args.out, args.keep)
+    return main_run(args.seed, indices, args.out, args.keep, ties=args.ties)
 
 
 if __name__ == "__main__":

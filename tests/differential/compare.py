@@ -7,18 +7,25 @@ What counts (issue 9):
 - the chosen node, where upstream's choice was unique (one top score, or one feasible node);
 - the final score of every node both scored;
 - preemption: the number of victims (from the "preempting N victims" text each writes), and the victims' priorities (what upstream deleted must be among ours).
+- in tie scenarios (issue 23; scenario.generate_ties), where every start time is known:
+  the victims of every candidate node, name by name (each scheduler logs them), and,
+  where upstream's pick is determined (one candidate best on pickOneNodeForPreemption's
+  criteria), its node and the very victims it deleted; where candidates tie on every
+  criterion upstream picks among them in Go map order, so ours must be one of them and
+  the count and priorities rule applies.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from tests.differential.harness import Decision, PodResult
 
-KINDS = ("outcome", "feasibility", "message", "node", "score", "preemption")
+KINDS = ("outcome", "feasibility", "message", "node", "score", "preemption", "victims")
 
 
 @dataclass
@@ -56,6 +63,51 @@ def _unique_choice(d: Decision) -> str | None:
 
 
 _PREEMPTING = re.compile(r"preempting (\d+) victims")
+_PLACEMENT = re.compile(r"found a potential placement for pod on node (\S+), preempting")
+_ANY_NODE = "found a potential placement for pod on node <node>, preempting"
+
+
+@dataclass
+class TieFacts:
+    """What a tie scenario's comparison needs beyond the decisions."""
+
+    priorities: dict[str, int]  # ns/name -> priority value
+    start_times: dict[str, str]  # ns/name -> status.startTime (RFC 3339, one format)
+
+
+def _chosen(d: Decision) -> str | None:
+    m = _PLACEMENT.search(d.message or "")
+    return m.group(1) if m else (d.nominated or None)
+
+
+def _best_candidates(
+    candidates: dict[str, list[str]], violations: dict[str, int], facts: TieFacts
+) -> list[str]:
+    """pickOneNodeForPreemption's criteria (framework/preemption/preemption.go) over
+    upstream's candidates: fewest PDB violations (as ours counted them for the same
+    victims), lowest top priority, smallest priority sum, fewest victims, latest
+    earliest start among the top-priority victims. The nodes best on all of them."""
+
+    def key(node: str) -> tuple[int, int, int, int, str]:
+        victims = candidates[node]
+        prios = [facts.priorities.get(v, 0) for v in victims]
+        top = max(prios)
+        earliest = min(
+            facts.start_times.get(v, "~") for v, p in zip(victims, prios, strict=True) if p == top
+        )
+        return (
+            -violations.get(node, 0),
+            -top,
+            -sum(p + 2**31 for p in prios),
+            -len(victims),
+            earliest,
+        )
+
+    keys = {n: key(n) for n in candidates if candidates[n]}
+    if not keys:
+        return []
+    best = max(keys.values())
+    return sorted(n for n, k in keys.items() if k == best)
 
 
 def _victim_count(d: Decision) -> int:
@@ -66,7 +118,10 @@ def _victim_count(d: Decision) -> int:
 
 
 def compare(
-    result: PodResult, num_nodes: int, victim_priority: dict[str, str]
+    result: PodResult,
+    num_nodes: int,
+    victim_priority: dict[str, str],
+    ties: TieFacts | None = None,
 ) -> tuple[list[Difference], Counter[str]]:
     """Differences for one pod, and how many comparisons of each kind were made."""
     up, ours = result.upstream, result.ours
@@ -92,7 +147,13 @@ def compare(
 
     if up.message is not None and ours.message is not None:
         made["message"] += 1
-        if up.message != ours.message:
+        mu, mo = up.message, ours.message
+        if ties is not None:
+            # the node named in "found a potential placement for pod on node X" is
+            # compared by the preemption rules (exactly where upstream's pick is
+            # determined, else among the tied best)
+            mu, mo = _PLACEMENT.sub(_ANY_NODE, mu), _PLACEMENT.sub(_ANY_NODE, mo)
+        if mu != mo:
             diff("message", f"upstream: {up.message!r} / ours: {ours.message!r}")
 
     choice = _unique_choice(up)
@@ -116,7 +177,9 @@ def compare(
                 detail += " (plugin upstream/ours: " + ", ".join(parts) + ")"
             diff("score", detail)
 
-    if up.victims or ours.victims or result.priority_class == "oracle-high":
+    if ties is not None and result.priority_class == "oracle-high":
+        _compare_ties(up, ours, ties, made, diff)
+    elif up.victims or ours.victims or result.priority_class == "oracle-high":
         made["preemption"] += 1
         nu, no = _victim_count(up), _victim_count(ours)
         vu = Counter(victim_priority.get(v, "?") for v in up.victims)
@@ -131,6 +194,45 @@ def compare(
                 f"ours {no}, sent {sorted(vo.elements())} ({ours.victims})",
             )
     return diffs, made
+
+
+def _compare_ties(
+    up: Decision,
+    ours: Decision,
+    facts: TieFacts,
+    made: Counter[str],
+    diff: Callable[[str, str], None],
+) -> None:
+    for node in sorted(set(up.candidates) | set(ours.candidates)):
+        made["victims"] += 1
+        vu, vo = up.candidates.get(node), ours.candidates.get(node)
+        if vu is None or vo is None or sorted(vu) != sorted(vo):
+            diff("victims", f"{node}: upstream {sorted(vu or [])}, ours {sorted(vo or [])}")
+    made["preemption"] += 1
+    node_u, node_o = _chosen(up), _chosen(ours)
+    best = _best_candidates(up.candidates, ours.pdb_violations, facts)
+    # the DELETEs of the first attempt: all victims but the last, sent together (a
+    # retry after the refusals may send others)
+    sent_u = sorted(up.victims[: max(_victim_count(up) - 1, 0)])
+    sent_o = sorted(ours.victims[: max(_victim_count(ours) - 1, 0)])
+    if len(best) == 1:  # upstream's pick is determined: the very node and victims
+        made["determined"] += 1  # (counted apart; its differences are "preemption")
+        if node_u != best[0] or node_o != node_u or sent_u != sent_o:
+            diff(
+                "preemption",
+                f"determined: upstream {node_u} (best {best[0]}) deleted {sent_u}; "
+                f"ours {node_o} deleted {sent_o}",
+            )
+        return
+    nu, no = _victim_count(up), _victim_count(ours)
+    pu = Counter(facts.priorities.get(v, 0) for v in sent_u)
+    po = Counter(facts.priorities.get(v, 0) for v in sent_o)
+    if (best and node_o not in best) or nu != no or pu - po:
+        diff(
+            "preemption",
+            f"tied best {best}: upstream {node_u} {nu} victim(s) {sent_u}; "
+            f"ours {node_o} {no} {sent_o}",
+        )
 
 
 @dataclass

@@ -57,6 +57,10 @@ class Decision:
     plugin_scores: dict[str, dict[str, int]] = field(default_factory=dict)
     timed_out: bool = False
     processed: int | None = None  # nodes searched, as ours logs it (upstream: not logged)
+    # preemption: candidate node -> its victims (ns/name), from the scheduler's log;
+    # ours also logs each candidate's PDB violations
+    candidates: dict[str, list[str]] = field(default_factory=dict)
+    pdb_violations: dict[str, int] = field(default_factory=dict)
 
     @property
     def feasible(self) -> set[str] | None:
@@ -81,6 +85,8 @@ class Decision:
             "scores": self.scores,
             "plugin_scores": self.plugin_scores,
             "timed_out": self.timed_out,
+            "candidates": self.candidates,
+            "pdb_violations": self.pdb_violations,
         }
 
 
@@ -116,6 +122,8 @@ class Oracle:
         self.ours = Ours(kubeconfig_for(local, OURS, local.dir / "oracle"), workdir, sampling)
         self._api = cluster.local.admin(timeout=30)
         self._previous: sc.Scenario | None = None
+        # ns/name -> status.startTime of the existing pods (tie scenarios)
+        self.start_times: dict[str, str] = {}
 
     # ---- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -228,7 +236,68 @@ class Oracle:
             self._create_node(scenario.nodes[-1])
             self._create_storage(scenario)
             list(pool.map(self._create_existing, scenario.existing))
+        self.start_times = {}
+        if scenario.ties:
+            self._play_history(scenario)
         self._sync(scenario)
+
+    def _pods_of(self, scenario: sc.Scenario) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for ns in scenario.namespaces:
+            name = ns["metadata"]["name"]
+            for pod in self._req("GET", f"/api/v1/namespaces/{name}/pods").get("items") or []:
+                out[f"{name}/{pod['metadata']['name']}"] = pod
+        return out
+
+    def _play_history(self, scenario: sc.Scenario) -> None:
+        """Tie scenarios: once kwok runs every existing pod (it writes the phase and a
+        startTime), replay the scenario's history one step at a time (each is one pod
+        update or delete, seen in this order by both schedulers), create its PDBs and
+        wait for the disruption controller's status, and note every pod's start time."""
+        keys = {f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in scenario.existing}
+        deadline = time.monotonic() + DECISION_TIMEOUT
+        while True:
+            pods = self._pods_of(scenario)
+            if all((pods.get(k) or {}).get("status", {}).get("startTime") for k in keys):
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError(f"scenario {scenario.index}: existing pods never started")
+            time.sleep(0.1)
+        for step in scenario.history:
+            ns, name = step["pod"].split("/")
+            path = f"/api/v1/namespaces/{ns}/pods/{name}"
+            if step["op"] == "start":
+                self._req(
+                    "PATCH",
+                    f"{path}/status",
+                    {"status": {"startTime": step["time"]}},
+                    "application/merge-patch+json",
+                )
+            elif step["op"] == "label":
+                self._req(
+                    "PATCH",
+                    path,
+                    {"metadata": {"labels": step["labels"]}},
+                    "application/merge-patch+json",
+                )
+            else:
+                self._delete_pod(ns, name)
+        for pdb in scenario.pdbs:
+            ns = pdb["metadata"]["namespace"]
+            path = f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets"
+            self._req("POST", path, pdb)
+            while True:
+                got = self._req("GET", f"{path}/{pdb['metadata']['name']}")
+                status = got.get("status") or {}
+                if status.get("observedGeneration") == got["metadata"].get("generation"):
+                    break
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"scenario {scenario.index}: PDB status never written")
+                time.sleep(0.1)
+        for key, pod in self._pods_of(scenario).items():
+            start = pod.get("status", {}).get("startTime")
+            if start:
+                self.start_times[key] = start
 
     def _create_storage(self, scenario: sc.Scenario) -> None:
         """Create the scenario's storage objects, then wait for the PV controller: every
@@ -380,6 +449,8 @@ class Oracle:
             d.scores = log.scores_of(d.pod)
             d.plugin_scores = log.plugin_scores_of(d.pod)
             d.processed = log.processed_of(d.pod)
+            d.candidates = log.candidates_of(d.pod)
+            d.pdb_violations = log.violations_of(d.pod)
         for name in copies.values():
             self._delete_pod(ns, name)
         return PodResult(

@@ -30,6 +30,22 @@ _UPSTREAM_PLUGIN = re.compile(
     r"\"Plugin scored node for pod\" pod=\"([^\"]+)\" plugin=\"([^\"]+)\" node=\"([^\"]+)\" "
     r"score=(-?\d+)"
 )
+# upstream logs each victim as the reprieve keeps it out, at V(5) in default_preemption.go
+# (SelectVictimsOnNode): one line per victim per candidate node
+_UPSTREAM_VICTIM = re.compile(
+    r"\"Pods are potential preemption victims on node\" pod=\"([^\"]+)\" pods=\[([^\]]*)\] "
+    r"node=\"([^\"]+)\""
+)
+_OURS_CANDIDATE = re.compile(
+    r"preemption candidate pod=(\S+) node=(\S+) victims=(\S*) pdb_violations=(\d+)"
+)
+_UPSTREAM_VICTIM_REF = re.compile(r"\{\"name\":\"([^\"]+)\",\"namespace\":\"([^\"]+)\"\}")
+# the end of a pod's first dry run: later candidate lines belong to a retry (after the
+# refused DELETEs, on a state the DisruptionTarget patches changed)
+_UPSTREAM_PICKED = re.compile(
+    r"\"the target node for the preemption is determined\" pod=\"([^\"]+)\""
+)
+_OURS_PICKED = re.compile(r"preemption decided preemptor=(\S+) ")
 _OURS_FINAL = re.compile(r"final score pod=(\S+) node=(\S+) score=(-?\d+)")
 _OURS_PLUGIN = re.compile(r"plugin score pod=(\S+) plugin=(\S+) node=(\S+) score=(-?\d+)")
 _OURS_SEARCHED = re.compile(r"searched nodes pod=(\S+) start=(\d+) processed=(\d+)")
@@ -78,6 +94,10 @@ class ScoreLog:
     final: dict[str, dict[str, int]] = field(default_factory=dict)
     plugins: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     processed: dict[str, int] = field(default_factory=dict)  # ours only: nodes searched
+    # pod -> candidate node -> its victims (first dry run only), and ours' PDB violations
+    candidates: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    violations: dict[str, dict[str, int]] = field(default_factory=dict)
+    _picked: set[str] = field(default_factory=set)
     _offset: int = 0
 
     def refresh(self) -> None:
@@ -94,6 +114,8 @@ class ScoreLog:
         final_re = _OURS_FINAL if self.ours else _UPSTREAM_FINAL
         plugin_re = _OURS_PLUGIN if self.ours else _UPSTREAM_PLUGIN
         for line in chunk[: end + 1].decode(errors="replace").splitlines():
+            if self._candidate(line):
+                continue
             m = final_re.search(line)
             if m:
                 # the first attempt's score stands: a retry after a refused bind is ignored
@@ -108,6 +130,38 @@ class ScoreLog:
             if m:
                 by_node = self.plugins.setdefault(m.group(1), {}).setdefault(m.group(3), {})
                 by_node.setdefault(m.group(2), int(m.group(4)))
+
+    def _candidate(self, line: str) -> bool:
+        """A preemption candidate's victims, from a pod's first dry run only."""
+        picked = (_OURS_PICKED if self.ours else _UPSTREAM_PICKED).search(line)
+        if picked is not None:
+            self._picked.add(picked.group(1))
+            return True
+        if self.ours:
+            m = _OURS_CANDIDATE.search(line)
+            if m is None:
+                return False
+            pod, node = m.group(1), m.group(2)
+            if pod not in self._picked:
+                self.candidates.setdefault(pod, {})[node] = [v for v in m.group(3).split(",") if v]
+                self.violations.setdefault(pod, {})[node] = int(m.group(4))
+            return True
+        m = _UPSTREAM_VICTIM.search(line)
+        if m is None:
+            return False
+        pod, node = m.group(1), m.group(3)
+        if pod not in self._picked:
+            victims = [f"{ns}/{name}" for name, ns in _UPSTREAM_VICTIM_REF.findall(m.group(2))]
+            self.candidates.setdefault(pod, {}).setdefault(node, []).extend(victims)
+        return True
+
+    def candidates_of(self, pod_key: str) -> dict[str, list[str]]:
+        self.refresh()
+        return {n: list(v) for n, v in self.candidates.get(pod_key, {}).items()}
+
+    def violations_of(self, pod_key: str) -> dict[str, int]:
+        self.refresh()
+        return dict(self.violations.get(pod_key, {}))
 
     def scores_of(self, pod_key: str) -> dict[str, int]:
         self.refresh()
@@ -135,7 +189,8 @@ class Upstream(LoggedProcess):
             f"--config={cfg}",
             "--secure-port=0",
             "-v=2",
-            "--vmodule=schedule_one=10",
+            # schedule_one: the scores; default_preemption: each candidate's victims
+            "--vmodule=schedule_one=10,default_preemption=5",
         ]
         super().__init__(argv, log_path)
         self.scores = ScoreLog(self.log_path, ours=False)

@@ -1,7 +1,10 @@
 """The oracle's admission webhook: it records, and refuses, every bind and pod DELETE the
 two schedulers send, so both always decide on identical cluster state.
 
-A bind (pods/binding CREATE) names the pod and the chosen node; a DELETE names a victim.
+A bind (pods/binding CREATE) names the pod and the chosen node; a DELETE names a victim,
+and so does the DisruptionTarget condition a preemption writes to each victim before its
+DELETE (a pods/status update, refused as well: written, it would be a pod update that
+moves the victim in the other scheduler's node pod list, upstream's NodeInfo order).
 VolumeBinding's PreBind writes come before the bind: a PV update (claimRef) or a PVC
 update (selected-node annotation) is refused too, and names the claim and the node (the
 PV's hostname affinity, the annotation), which stands for the bind it precedes.
@@ -53,20 +56,26 @@ class Recorder:
             self.probe_seen.set()
         refuse = user in self.users
         resource = (req.get("resource") or {}).get("resource", "")
+        if resource == "pods" and req.get("subResource") == "status":
+            # a victim's DisruptionTarget condition, written before its DELETE: refused
+            # too, or the first scheduler to preempt would change (the order of) the
+            # pods the other is about to choose among; anything else (the preemptor's
+            # own PodScheduled and nomination) passes
+            refuse = refuse and _marks_victim(req)
         if refuse and resource in ("persistentvolumes", "persistentvolumeclaims"):
             claim, node = _volume_write(req.get("object") or {}, resource)
             with self._lock:
                 self.volume_writes[user].setdefault(claim, node)
         elif refuse:
             with self._lock:
-                if req.get("operation") == "CREATE":
+                if req.get("subResource") == "binding":
                     obj = req.get("object") or {}
                     node = str((obj.get("target") or {}).get("name", ""))
                     self.binds[user].setdefault(key, node)
                 elif key not in self.deletes[user]:
                     self.deletes[user].append(key)
-            if req.get("operation") == "DELETE":
-                time.sleep(DELETE_HOLD)
+            if req.get("operation") == "DELETE" or req.get("subResource") == "status":
+                time.sleep(DELETE_HOLD)  # every parallel call of a preemption arrives
         response: dict[str, Any] = {"uid": req["uid"], "allowed": not refuse}
         if refuse:
             response["status"] = {"code": 403, "message": "recorded by the differential oracle"}
@@ -147,6 +156,7 @@ class Recorder:
                 "webhooks": [
                     hook_for("bind", "CREATE", "pods/binding"),
                     hook_for("delete", "DELETE", "pods"),
+                    hook_for("victim", "UPDATE", "pods/status"),
                     hook_for("pvc", "UPDATE", "persistentvolumeclaims"),
                     # cluster-scoped: the namespaceSelector does not apply
                     hook_for("pv", "UPDATE", "persistentvolumes", "Cluster"),
@@ -186,6 +196,20 @@ class Recorder:
         if self._server is not None:
             self._server.shutdown()
             self._server = None
+
+
+def _marks_victim(req: dict[str, Any]) -> bool:
+    """The update gives the pod upstream's DisruptionTarget condition for preemption
+    (PreemptionByScheduler), which the old object did not have."""
+
+    def marked(obj: Any) -> bool:
+        conditions = ((obj or {}).get("status") or {}).get("conditions") or []
+        return any(
+            c.get("type") == "DisruptionTarget" and c.get("reason") == "PreemptionByScheduler"
+            for c in conditions
+        )
+
+    return marked(req.get("object")) and not marked(req.get("oldObject"))
 
 
 def _volume_write(obj: dict[str, Any], resource: str) -> tuple[str, str]:

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from kas_dev.cluster.local import LocalCluster
 from tests.differential import scenario as sc
-from tests.differential.compare import Tally, compare
+from tests.differential.compare import Tally, TieFacts, compare
 from tests.differential.harness import Oracle, PodResult
 from tests.kube import ClusterHandle
 
@@ -73,13 +73,19 @@ def decide_scenario(
         say(f"{label}: harness error: {exc}")
         oracle.forget_scenario()
         return None
+    ties = None
+    if scenario.ties:
+        ties = TieFacts(
+            {k: sc.PRIORITY_CLASSES[c][0] for k, c in victim_priority.items()},
+            dict(oracle.start_times),
+        )
     compared = []
     for r in results:
         if r.upstream is None or r.ours is None:
             tally.refused.append(f"{r.name}: {r.refused[:300]}")
             say(f"    the API server refused {r.name}: {r.refused[:300]}")
             continue
-        diffs, made = compare(r, len(scenario.nodes), victim_priority)
+        diffs, made = compare(r, len(scenario.nodes), victim_priority, ties)
         tally.add(diffs, made)
         compared.append(r)
     tally.scenarios += 1
@@ -92,7 +98,10 @@ def run_oracle(
     seed: int,
     indices: Iterable[int],
     progress: Callable[[str], None] | None = None,
+    generate: Callable[[int, int], sc.Scenario] = sc.generate,
 ) -> RunResult:
+    """`generate(seed, index)` makes each scenario: sc.generate, or sc.generate_ties
+    for preemptions whose victims tie."""
     say = progress or (lambda _s: None)
     tally = Tally()
     pods: list[tuple[PodResult, int]] = []
@@ -102,7 +111,7 @@ def run_oracle(
     try:
         todo = list(indices)
         for k, index in enumerate(todo, 1):
-            scenario = sc.generate(seed, index)
+            scenario = generate(seed, index)
             before = len(tally.differences)
             results = decide_scenario(oracle, scenario, tally, f"scenario {index}", say)
             if results is None:
@@ -134,12 +143,19 @@ def in_local_cluster(keep: Path | None, prefix: str, work: Callable[[ClusterHand
         local.down()
 
 
-def main_run(seed: int, scenarios: list[int], out: Path | None, keep: Path | None) -> int:
+def main_run(
+    seed: int, scenarios: list[int], out: Path | None, keep: Path | None, ties: bool = False
+) -> int:
     result = in_local_cluster(
         keep,
         "kas-oracle-",
         lambda cluster, workdir: run_oracle(
-            cluster, workdir, seed, scenarios, progress=lambda s: print(s, flush=True)
+            cluster,
+            workdir,
+            seed,
+            scenarios,
+            progress=lambda s: print(s, flush=True),
+            generate=sc.generate_ties if ties else sc.generate,
         ),
     )
     t = result.tally
@@ -149,6 +165,11 @@ def main_run(seed: int, scenarios: list[int], out: Path | None, keep: Path | Non
         f"{t.made['feasibility']} per-node feasibility decisions, {result.seconds:.0f}s"
     )
     print(t.table())
+    if t.made.get("determined"):
+        print(
+            f"preemptions where upstream's pick was determined (compared on the exact node "
+            f"and victims): {t.made['determined']} of {t.made['preemption']}"
+        )
     for e in t.errors:
         print(f"harness error: {e}")
     if out is not None:

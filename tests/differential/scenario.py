@@ -55,6 +55,13 @@ class Scenario:
     # storage objects (StorageClass, PV, PVC, CSINode, CSIDriver, CSIStorageCapacity),
     # created after the nodes and before the existing pods (tests/differential/volumes.py)
     storage: list[dict[str, Any]] = field(default_factory=list)
+    # tie scenarios (generate_ties): PodDisruptionBudgets, and what happens to the
+    # existing pods once they run, in order: {"op": "start", "pod": ns/name} (status
+    # startTime set to TIE_START), {"op": "label", ...} (a label patch), {"op":
+    # "delete", ...}. Each is a pod update or delete in both schedulers' caches.
+    pdbs: list[dict[str, Any]] = field(default_factory=list)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    ties: bool = False
 
     @property
     def prefix(self) -> str:
@@ -73,6 +80,9 @@ class Scenario:
             "existing": self.existing,
             "incoming": self.incoming,
             "storage": self.storage,
+            "pdbs": self.pdbs,
+            "history": self.history,
+            "ties": self.ties,
         }
 
 
@@ -448,5 +458,125 @@ def generate(seed: int, index: int) -> Scenario:
             pod["spec"].pop("schedulingGates", None)
             if rng.random() < 0.15:
                 pod["spec"]["priorityClassName"] = "oracle-high-never"
+        sc.incoming.append(pod)
+    return sc
+
+
+# ---------------------------------------------------------------- ties (issue 23)
+
+# every existing pod of a tie scenario is given this start time: one second for all
+TIE_START = "2026-01-01T00:00:00Z"
+TIE_EARLIER = "2025-12-31T23:59:59Z"  # a few pods started a second before the rest
+
+
+def _tie_pod(
+    rng: random.Random, name: str, ns: str, node: str, app: str, cpu: int, prio: str
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "labels": {"app": app}},
+        "spec": {
+            "nodeName": node,
+            "priorityClassName": prio,
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "busybox:1.36",
+                    "resources": {"requests": {"cpu": f"{cpu}m", "memory": "64Mi"}},
+                }
+            ],
+        },
+    }
+
+
+def generate_ties(seed: int, index: int) -> Scenario:
+    """A preemption scenario whose victims tie: each node runs a burst of one Job's pods
+    (same priority class, one start second), a few pods of another priority, and the
+    incoming pods are high-priority preemptors that fit nowhere without evicting some.
+
+    Then a history of updates and deletes of the running pods (start time written in a
+    random order, label patches, deletes) permutes each node's pod list in upstream's
+    NodeInfo (a removed pod's place goes to the last pod); some nodes hold more than 12
+    possible victims, where Go's sort is pdqsort and not stable. Sometimes a
+    PodDisruptionBudget covers one Job, so the reprieve has a violating group."""
+    rng = random.Random(f"ties/{seed}/{index}")
+    sc = Scenario(index=index, seed=seed, ties=True)
+    p = sc.prefix
+    ns = f"{p}-a"
+    sc.namespaces.append({"metadata": {"name": ns, "labels": {"team": "a", "oracle": "true"}}})
+    n_nodes = rng.randint(2, 6)
+    node_names = [f"{p}-n{j}" for j in range(n_nodes)]
+    jobs = ["job-a", "job-b"]
+    k = 0
+    for name in node_names:
+        node = _node(rng, name, ["z0", "z1"])
+        node["spec"] = {}  # no taints, no cordon: preemption decides alone
+        per_node = rng.choice([3, 5, 8, 12, 13, 16, 20])
+        cpus = [rng.choice([100, 200, 250, 300, 500]) for _ in range(per_node)]
+        extra = rng.choice([0, 0, 1, 2])  # pods of another priority
+        total = sum(cpus) + 400 * extra
+        # full: the preemptor (>= 300m) fits only after evictions
+        node["status"]["allocatable"].update(cpu=f"{total + rng.choice([0, 50, 100])}m", pods="110")
+        node["status"]["allocatable"]["memory"] = "64Gi"
+        node["status"]["allocatable"].pop(GPU, None)
+        node["status"]["capacity"] = dict(node["status"]["allocatable"])
+        sc.nodes.append(node)
+        job = rng.choice(jobs)
+        for cpu in cpus:
+            sc.existing.append(_tie_pod(rng, f"{p}-e{k}", ns, name, job, cpu, "oracle-low"))
+            k += 1
+        for _ in range(extra):
+            sc.existing.append(_tie_pod(rng, f"{p}-e{k}", ns, name, "other", 400, "oracle-mid"))
+            k += 1
+    sc.nodes[-1]["metadata"]["labels"][SENTINEL_LABEL] = p
+
+    keys = [f"{ns}/{pod['metadata']['name']}" for pod in sc.existing]
+    order = list(keys)
+    rng.shuffle(order)
+    for key in order:
+        start = TIE_EARLIER if rng.random() < 0.1 else TIE_START
+        sc.history.append({"op": "start", "pod": key, "time": start})
+    for key in rng.sample(keys, rng.randint(0, max(1, len(keys) // 6))):
+        sc.history.append(
+            {"op": "label", "pod": key, "labels": {"touched": str(rng.randint(0, 9))}}
+        )
+    for key in rng.sample(keys, rng.randint(0, max(1, len(keys) // 8))):
+        sc.history.append({"op": "delete", "pod": key})
+
+    if rng.random() < 0.35:
+        budget: dict[str, Any] = {"selector": {"matchLabels": {"app": rng.choice(jobs)}}}
+        if rng.random() < 0.5:
+            budget["maxUnavailable"] = rng.randint(0, 3)
+        else:
+            budget["minAvailable"] = rng.randint(1, 12)
+        sc.pdbs.append(
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": f"{p}-pdb", "namespace": ns},
+                "spec": budget,
+            }
+        )
+
+    for j in range(rng.randint(1, 2)):
+        cpu = rng.choice([300, 450, 600, 800, 1000])
+        pod: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"{p}-i{j}", "namespace": ns, "labels": {"app": "web"}},
+            "spec": {
+                "priorityClassName": "oracle-high",
+                "containers": [
+                    {
+                        "name": "app",
+                        "image": "busybox:1.36",
+                        "resources": {"requests": {"cpu": f"{cpu}m", "memory": "64Mi"}},
+                    }
+                ],
+            },
+        }
+        if rng.random() < 0.2:
+            pod["spec"]["nodeSelector"] = {"disk": rng.choice(["ssd", "hdd"])}
         sc.incoming.append(pod)
     return sc

@@ -334,7 +334,7 @@ def test_in_tree_markers() -> None:
 
 def _aggregates(v: NodeView) -> tuple[Any, ...]:
     return (
-        list(v.pods),
+        sorted(v.pods),  # a dry run's copy keeps no upstream order (NodeView.clone_without)
         {k: a for k, a in v.requested.items() if a},
         v.non_zero_cpu,
         v.non_zero_memory,
