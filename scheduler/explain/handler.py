@@ -41,7 +41,8 @@ def http_handler(
         namespace = request.match_info["namespace"]
         name = request.match_info["name"]
         if can_read_pods is not None and not await can_read_pods(request, namespace):
-            return _error(403, f"the caller may not get pods in namespace {namespace}")
+            # worded as the API server words a refusal: "forbidden: ..."
+            return _error(403, f"forbidden: the caller may not get pods in namespace {namespace}")
         try:
             pod = explainer.find(namespace, name)
             page = page_request(request.query, pod.uid)

@@ -149,13 +149,10 @@ def _is_leader(rc: RealCluster, port: int) -> bool:
 
 
 def _bound_by(cluster: ClusterHandle, ns: str, name: str, scheduler: str = SCHED) -> str:
-    """The node the pod is bound to, if the Scheduled event came from our scheduler
-    (`scheduler` is its reportingController; upstream's would be default-scheduler).
-
-    Upstream reports each profile's events under that profile's schedulerName
-    (pkg/scheduler/profile/profile.go, recorderFact(cfg.SchedulerName)); ours reports
-    every profile's under the first profile's name (scheduler/app.py), so the second
-    profile's pod is checked with the first name until that is fixed."""
+    """The node the pod is bound to, if the Scheduled event came from our scheduler's
+    profile `scheduler` (its reportingController; upstream's would be default-scheduler).
+    Each profile reports its own events, as upstream's recorder per profile
+    (pkg/scheduler/profile/profile.go, recorderFact(cfg.SchedulerName))."""
     pod = cluster.get_pod(ns, name)
     if not pod or not pod["spec"].get("nodeName"):
         return ""
@@ -365,7 +362,8 @@ def test_upgrade_rolls_the_pod_and_the_new_configuration_takes_effect(installed:
     assert new["metadata"]["annotations"][key] != old["metadata"]["annotations"][key]
     # the profile that only the new configuration has binds a pod
     cluster.create_pod(WORK, _work_pod("second", "100m", scheduler="kas-second"))
-    wait_for(lambda: _bound_by(cluster, WORK, "second"), timeout=180, what="kas-second binds")
+    wait_for(lambda: _bound_by(cluster, WORK, "second", scheduler="kas-second"), timeout=180,
+             what="kas-second binds, its Scheduled event reported by kas-second")  # fmt: skip
 
 
 def test_two_pods_share_a_lease_and_hand_over_when_the_leader_pod_goes(

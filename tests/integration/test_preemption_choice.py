@@ -399,7 +399,9 @@ def test_the_preemptor_lands_on_the_brute_force_optimum_evicting_exactly_its_vic
     } - {None, "", best.node}
     assert never_elsewhere == set()
 
-    # Preempted events on each victim, naming the preemptor
+    # Preempted events on each victim, naming the preemptor as upstream does: its uid in
+    # the note (default_preemption.go, "Preempted by pod %v on node %v"), the pod itself
+    # as the related object
     def events() -> dict[str, list[dict[str, Any]]] | None:
         evs = preempted_events(cluster, NS)
         return evs if victims <= set(evs) else None
@@ -408,7 +410,9 @@ def test_the_preemptor_lands_on_the_brute_force_optimum_evicting_exactly_its_vic
     for v in victims:
         (ev,) = evs[v]
         assert ev["type"] == "Normal"
-        assert f"{NS}/{name}" in ev["note"] and best.node in ev["note"], ev["note"]
+        uid = nominated["metadata"]["uid"]
+        assert ev["note"] == f"Preempted by pod {uid} on node {best.node}", ev["note"]
+        assert (ev.get("related") or {}).get("name") == name, ev.get("related")
     assert (set(evs) & _all_names(s)) == victims
 
 
