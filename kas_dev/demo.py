@@ -252,8 +252,10 @@ class Demo:
         victims: dict[str, list[str]] = defaultdict(list)
         for e in self.api("GET", f"/apis/events.k8s.io/v1/namespaces/{NS}/events")["items"]:
             if e["reason"] == "Preempted":
-                by = next((w for w in e.get("note", "").split() if w.startswith(f"{NS}/high-")), "")
-                victims[by.split("/")[-1]].append(e["regarding"]["name"])
+                # the preemptor is the Event's related object (the note names it by uid,
+                # as upstream's "Preempted by pod <uid> on node <node>")
+                by = (e.get("related") or {}).get("name", "")
+                victims[by].append(e["regarding"]["name"])
         print(
             f"\n    {'preemptor':<10} {'nominated':<10} {'bound to':<10} {'victims':<8} {'time to bind':>12}"
         )
