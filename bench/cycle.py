@@ -36,6 +36,7 @@ import statistics
 import time
 from collections.abc import Callable
 
+from scheduler.algorithm import ProfileAlgorithm, schedule_pod
 from scheduler.cache import Cache, Nominator
 from scheduler.cache.node_view import NodeView
 from scheduler.config import names
@@ -46,7 +47,6 @@ from scheduler.framework import (
     Framework,
     SearchState,
     profile_for,
-    schedule_pod,
 )
 from scheduler.framework.dry_run import DryRunPlan
 from scheduler.model.node import node_from_dict
@@ -238,13 +238,14 @@ def measure_identical(cache: Cache, fw: Framework, count: int) -> tuple[float, f
     snapshot = cache.new_snapshot()
     nominator = Nominator()
     search = SearchState()
+    schedule = ProfileAlgorithm(fw)  # the loop's: schedule_pod with the profile's batching
     times = []
     for i in range(count):
         pod = pod_from_dict(_pod(f"web-{i}", {"app": "web"}, cpu="100m"))
         t0 = clock()
         search.cycle += 1
         cache.update_snapshot(snapshot)
-        result = fw.schedule_pod(CycleState(), pod, snapshot, nominator, search)
+        result = schedule(CycleState(), pod, snapshot, nominator, search)
         times.append(clock() - t0)
         assert not isinstance(result, FitError), result.message()
         cache.assume_pod(pod, result.node)
@@ -294,7 +295,8 @@ def measure_preemption(cache: Cache, fw: Framework, repeat: int) -> tuple[float,
     evaluation = None
     for _ in range(repeat):
         t0 = clock()
-        plans[:] = [DryRunPlan(fw, state, pod, nominator)]  # as DefaultPreemption: per cycle
+        # as DefaultPreemption: one plan per cycle
+        plans[:] = [DryRunPlan(fw.filter_runner, state, pod, nominator)]
         evaluation = evaluator.evaluate(
             pod, diagnosis, snapshot, nominator, (), fit, num_all_nodes=snapshot.num_nodes
         )

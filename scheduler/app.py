@@ -25,6 +25,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler.algorithm import ProfileAlgorithm
 from scheduler.cache import Cache, Nominator
 from scheduler.client.connection import Connection
 from scheduler.client.dispatcher import Dispatcher, DispatcherSettings
@@ -229,7 +230,6 @@ class SchedulerApp:
                 registry,
                 handle,
                 global_percentage_of_nodes_to_score=self.cfg.percentage_of_nodes_to_score,
-                metrics=self.metrics,
             )
 
     def _build_queue_and_informers(self) -> None:
@@ -291,6 +291,9 @@ class SchedulerApp:
             queue=self.queue,
             nominator=self.nominator,
             frameworks=self.frameworks,
+            algorithms={
+                name: ProfileAlgorithm(fwk, m) for name, fwk in self.frameworks.items()
+            },
             events=self.events,
             status_writer=self.status_writer,
             metrics=m,

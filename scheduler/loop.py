@@ -1,7 +1,8 @@
 """The scheduling loop and its scheduling cycle (upstream's scheduleOne).
 
 Scheduling cycle, one pod at a time, no awaits on the API:
-  pop -> snapshot -> schedule_pod (PreFilter/Filter/Score) -> assume -> Reserve -> Permit
+  pop -> snapshot -> the profile's algorithm (scheduler/algorithm: PreFilter/Filter/Score)
+  -> assume -> Reserve -> Permit
   -> hand the pod to its binding task (binding_cycle.py).  A FitError runs PostFilter
   (preemption) and records the failure (scheduling_failure.py): the queue keeps the pod
   as unschedulable, the nominator keeps any nomination, and the PodScheduled=False status
@@ -24,6 +25,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
+from scheduler.algorithm import SchedulePod, SchedulingError
 from scheduler.binding_cycle import FENCED_BIND, Assumed, BindingCycles, BindRejected
 from scheduler.cache import Cache, CacheError, Nominator, Snapshot
 from scheduler.client.events import WARNING, EventRecorder, pod_ref
@@ -31,8 +33,8 @@ from scheduler.clock import SYSTEM_CLOCK, Clock
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.diagnosis import FitError
 from scheduler.framework.interfaces import PostFilterResult
-from scheduler.framework.schedule import SchedulingError, SearchState
 from scheduler.framework.scheduling_framework import SchedulingFramework
+from scheduler.framework.search import SearchState
 from scheduler.framework.status import Code, Status
 from scheduler.framework.waiting_pods import WaitingPod
 from scheduler.metrics import SchedulerMetrics
@@ -58,6 +60,7 @@ class SchedulingLoop:
         queue: SchedulingQueue[PodInfo],
         nominator: Nominator,
         frameworks: Mapping[str, SchedulingFramework],
+        algorithms: Mapping[str, SchedulePod],
         events: EventRecorder,
         status_writer: StatusWriter,
         metrics: SchedulerMetrics,
@@ -71,6 +74,8 @@ class SchedulingLoop:
         self.queue = queue
         self.nominator = nominator
         self.frameworks = frameworks
+        # per profile, the scheduling of one pod (algorithm.ProfileAlgorithm)
+        self.algorithms = algorithms
         self.metrics = metrics
         self.clock = clock
         self.snapshot: Snapshot = cache.new_snapshot()
@@ -165,7 +170,8 @@ class SchedulingLoop:
         pod = info.pod
         self.cache.update_snapshot(self.snapshot)
         try:
-            result = fwk.schedule_pod(state, pod, self.snapshot, self.nominator, self.search)
+            schedule = self.algorithms[fwk.profile_name]
+            result = schedule(state, pod, self.snapshot, self.nominator, self.search)
         except SchedulingError as exc:
             self.failures.failed(fwk, info, exc.status, str(exc), start, RESULT_ERROR)
             return

@@ -35,12 +35,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from scheduler.algorithm import SchedulingError, schedule_pod
 from scheduler.cache import Cache, Nominator, Snapshot
 from scheduler.explain.gate import Timed
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.diagnosis import FitError
 from scheduler.framework.runtime import Framework
-from scheduler.framework.schedule import SchedulingError, schedule_pod
 from scheduler.framework.search import SearchState
 from scheduler.framework.status import Status
 from scheduler.model.pod import PodInfo

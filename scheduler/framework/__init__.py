@@ -1,8 +1,11 @@
-"""Extension-point Protocols, Status, CycleState, runtime, registry, cluster events and
-the scheduling algorithm (schedule_pod)."""
+"""Extension-point Protocols, Status, CycleState, the runtime (with the one Filter rule),
+registry and cluster events. The scheduling algorithm that runs them is
+scheduler.algorithm, above this package."""
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.diagnosis import Diagnosis, FitError, ScheduleResult
+from scheduler.framework.dry_run import NodeDryRun
+from scheduler.framework.filter_runner import FilterRunner
 from scheduler.framework.handle import Handle, InMemoryListers
 from scheduler.framework.interfaces import (
     MAX_NODE_SCORE,
@@ -13,12 +16,6 @@ from scheduler.framework.interfaces import (
 from scheduler.framework.profile import profile_for
 from scheduler.framework.registry import Registry
 from scheduler.framework.runtime import Framework, FrameworkError
-from scheduler.framework.schedule import (
-    NodeDryRun,
-    SchedulingError,
-    num_feasible_nodes_to_find,
-    schedule_pod,
-)
 from scheduler.framework.search import SearchState
 from scheduler.framework.status import Code, Status
 
@@ -28,6 +25,7 @@ __all__ = [
     "Code",
     "CycleState",
     "Diagnosis",
+    "FilterRunner",
     "FitError",
     "Framework",
     "FrameworkError",
@@ -38,10 +36,7 @@ __all__ = [
     "PreFilterResult",
     "Registry",
     "ScheduleResult",
-    "SchedulingError",
     "SearchState",
     "Status",
-    "num_feasible_nodes_to_find",
     "profile_for",
-    "schedule_pod",
 ]

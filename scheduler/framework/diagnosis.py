@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scheduler.framework.interfaces import Int32Array, IntArray
+from scheduler.framework.node_arrays import Int32Array, IntArray
 from scheduler.framework.status import Status
 from scheduler.model.pod import PodInfo
 

@@ -1,15 +1,17 @@
 """NodeDryRun: a private copy of one node for preemption's "what if" questions.
 
-    plan = DryRunPlan(framework, state, pod, nominator)   # once per PostFilter
+    plan = DryRunPlan(runner, state, pod, nominator)      # once per PostFilter
     run = plan.open(snapshot.get("n1"))                   # once per sampled node
     run.remove_pods(lower_priority_pods)                  # or remove_pod one by one
     if run.filter().ok:                                   # the full Filter
         run.add_pod(victim)                               # reprieve ...
         if not run.still_fits(): ...                      # ... and re-check
 
-remove/add keep the PreFilter extensions (inter-pod affinity, topology spread counts)
-in step; filter() and still_fits() apply the nominated-pods rule (upstream
-RunFilterPluginsWithNominatedPods). The caller must have run PreFilter on `state`.
+`runner` is the profile's FilterRunner (framework/filter_runner.py, the one Filter rule;
+plugins reach it as `handle.filter_runner`). remove/add keep the PreFilter extensions
+(inter-pod affinity, topology spread counts) in step; filter() and still_fits() apply the
+nominated-pods rule (upstream RunFilterPluginsWithNominatedPods), both through the
+runner. The caller must have run PreFilter on `state`.
 
 Why a plan: a preemption dry-runs up to hundreds of nodes (10% of a large cluster), each
 with a handful of remove/add/filter steps. What does not change between them is worked
@@ -28,17 +30,14 @@ plugins are re-run. A plugin that does not declare the marker is always re-run.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from scheduler.cache.node_view import NodeView
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.filter_runner import FilterRunner, run_filter_plugins
 from scheduler.framework.handle import NominatedPods
 from scheduler.framework.interfaces import FilterPlugin, PreFilterExtensions
-from scheduler.framework.status import Code, Status, with_plugin
+from scheduler.framework.status import Code, Status
 from scheduler.model.pod import PodInfo
-
-if TYPE_CHECKING:
-    from scheduler.framework.runtime import Framework
 
 __all__ = ["DryRunPlan", "NodeDryRun"]
 
@@ -52,35 +51,33 @@ class DryRunPlan:
     __slots__ = (
         "extensions",
         "filters",
-        "framework",
         "nominated_nodes",
         "nominator",
         "pod",
         "recheck",
+        "runner",
         "state",
     )
 
     def __init__(
         self,
-        framework: Framework,
+        runner: FilterRunner,
         state: CycleState,
         pod: PodInfo,
         nominator: NominatedPods | None = None,
     ) -> None:
-        self.framework = framework
+        self.runner = runner
         self.state = state
         self.pod = pod
         self.nominator = nominator
         # PreFilter's SKIP is final for the cycle (nothing later adds to skip_filter)
         skip = state.skip_filter
-        self.filters: list[FilterPlugin] = [
-            p for p in framework.filter_plugins if p.name not in skip
-        ]
+        self.filters: list[FilterPlugin] = [p for p in runner.plugins if p.name not in skip]
         self.recheck: list[FilterPlugin] = [
-            p for p in framework.node_pods_dependent_filters if p.name not in skip
+            p for p in runner.node_pods_dependent if p.name not in skip
         ]
         self.extensions: list[PreFilterExtensions] = [
-            p for p in framework.pre_filter_extensions if p.name not in skip
+            p for p in runner.extensions if p.name not in skip
         ]
         # The nodes holding pods nominated at priority >= the pod's (not the pod
         # itself), where Filter runs with the nominated-pods rule; elsewhere that rule
@@ -93,7 +90,7 @@ class DryRunPlan:
         )
 
     def open(self, view: NodeView) -> NodeDryRun:
-        return NodeDryRun(self.framework, self.state, self.pod, view, self.nominator, plan=self)
+        return NodeDryRun(self.runner, self.state, self.pod, view, self.nominator, plan=self)
 
 
 class NodeDryRun:
@@ -113,7 +110,7 @@ class NodeDryRun:
 
     def __init__(
         self,
-        framework: Framework,
+        runner: FilterRunner,
         state: CycleState,
         pod: PodInfo,
         view: NodeView,
@@ -122,8 +119,8 @@ class NodeDryRun:
         plan: DryRunPlan | None = None,
     ) -> None:
         if plan is None:
-            plan = DryRunPlan(framework, state, pod, nominator)
-        elif plan.state is not state or plan.pod is not pod or plan.framework is not framework:
+            plan = DryRunPlan(runner, state, pod, nominator)
+        elif plan.state is not state or plan.pod is not pod or plan.runner is not runner:
             raise ValueError("the dry-run plan was made for another cycle or pod")
         self._plan = plan
         self.pod = pod
@@ -149,11 +146,7 @@ class NodeDryRun:
             self._own_view = True
         if not self.view.remove_pod(victim) or not self._extensions:
             return _SUCCESS
-        for p in self._extensions:
-            st = p.remove_pod(self.state, self.pod, victim, self.view)
-            if st.code != _OK:
-                return with_plugin(st, p.name)
-        return _SUCCESS
+        return self._plan.runner.remove_pod(self.state, self.pod, victim, self.view)
 
     def remove_pods(self, victims: Sequence[PodInfo]) -> Status:
         """remove_pod of each, in order; the first failure ends it. On an unchanged
@@ -176,11 +169,7 @@ class NodeDryRun:
         self.view.add_pod(pod)
         if not self._extensions:
             return _SUCCESS
-        for p in self._extensions:
-            st = p.add_pod(self.state, self.pod, pod, self.view)
-            if st.code != _OK:
-                return with_plugin(st, p.name)
-        return _SUCCESS
+        return self._plan.runner.add_pod(self.state, self.pod, pod, self.view)
 
     # ------------------------------------------------------------ Filter
     def filter(self) -> Status:
@@ -197,37 +186,12 @@ class NodeDryRun:
         on the node; before any passing filter(), the full Filter."""
         if not self._passed:
             return self.filter().code == _OK
-        if self._any_nominated:
-            return self._run(self._plan.recheck).code == _OK
-        # the common case, inlined: one call per plugin (a step per reprieved pod);
-        # a plain loop, as all() over a generator costs a generator frame per call
-        state, pod, view = self.state, self.pod, self.view
-        for p in self._plan.recheck:  # noqa: SIM110
-            if p.filter(state, pod, view).code != _OK:
-                return False
-        return True
+        return self._run(self._plan.recheck).code == _OK
 
     def _run(self, plugins: list[FilterPlugin]) -> Status:
         if not self._any_nominated:
-            return _first_rejection(plugins, self.state, self.pod, self.view)
-        # upstream RunFilterPluginsWithNominatedPods: with the pods nominated here at
-        # priority >= the pod's added, then (when any were) without them as well
+            return run_filter_plugins(plugins, self.state, self.pod, self.view)
         plan = self._plan
-        added, s2, v2 = plan.framework.add_nominated_pods(
-            self.state, self.pod, self.view, plan.nominator
+        return plan.runner.run_with_nominated_pods(
+            self.state, self.pod, self.view, plan.nominator, plugins
         )
-        st = _first_rejection(plugins, s2, self.pod, v2)
-        if st.code != _OK or not added:
-            return st
-        return _first_rejection(plugins, self.state, self.pod, self.view)
-
-
-def _first_rejection(
-    plugins: list[FilterPlugin], state: CycleState, pod: PodInfo, view: NodeView
-) -> Status:
-    """The plugins in order (skipped ones already left out); the first rejection wins."""
-    for p in plugins:
-        st = p.filter(state, pod, view)
-        if st.code != _OK:
-            return with_plugin(st, p.name)
-    return _SUCCESS

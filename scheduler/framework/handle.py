@@ -31,7 +31,7 @@ from scheduler.model.selectors import LabelSelector
 from scheduler.model.volume import PVCInfo, PVInfo, StorageClassInfo
 
 if TYPE_CHECKING:
-    from scheduler.framework.runtime import Framework
+    from scheduler.framework.filter_runner import FilterRunner
 
 
 class NamespaceLister(Protocol):
@@ -214,9 +214,10 @@ class Handle:
     waiting_pods: WaitingPods = field(default_factory=WaitingPods)
     # the scheduling queue; set once it exists (Framework.set_pod_activator)
     activator: PodActivator = field(default_factory=_NoActivator)
-    # the Framework that owns this handle (set once by its constructor): PostFilter
-    # plugins run Filter on node copies through it (upstream: the framework is the Handle)
-    framework: Framework | None = None
+    # the Filter rule of the Framework that owns this handle (set once by its
+    # constructor): PostFilter plugins run Filter on node copies through it (upstream:
+    # the framework is the Handle, RunFilterPluginsWithNominatedPods one of its methods)
+    filter_runner: FilterRunner | None = None
 
     def activate(self, pods: Iterable[PodInfo]) -> None:
         self.activator.activate(pods)

@@ -25,10 +25,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
-import numpy.typing as npt
 
 from scheduler.framework.cluster_event import ClusterEventWithHint
 from scheduler.framework.cycle_state import CycleState
+
+# re-exported: plugins and the runtime import the array types from here
+from scheduler.framework.node_arrays import BoolArray as BoolArray
+from scheduler.framework.node_arrays import Int32Array as Int32Array
+from scheduler.framework.node_arrays import IntArray as IntArray
 from scheduler.framework.status import Status
 from scheduler.model.pod import PodInfo
 
@@ -36,10 +40,6 @@ if TYPE_CHECKING:
     from scheduler.cache.node_view import NodeView
     from scheduler.cache.snapshot import Snapshot
     from scheduler.framework.diagnosis import Diagnosis
-
-IntArray = npt.NDArray[np.int64]
-Int32Array = npt.NDArray[np.int32]
-BoolArray = npt.NDArray[np.bool_]
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0

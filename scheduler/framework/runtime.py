@@ -4,16 +4,16 @@ Built from the configuration's Profile (scheduler.config.types.Profile): per ext
 point the enabled plugin refs, multiPoint already expanded by the config loader, score
 weights (0 -> 1) and per-plugin args (missing -> the plugin's defaults).
 
-Filter contract: the first rejecting plugin in profile order decides a node's Status. In
-the main pass batch plugins run first (over the whole NodeTable), per-node plugins after,
-on the nodes still feasible; schedule.py then re-checks a batch-rejected node with the
-per-node plugins placed before the rejecting one, so the recorded reason is upstream's.
+Filter is the one FilterRunner (framework/filter_runner.py) built here over the profile's
+Filter plugins: the scheduling algorithm (scheduler/algorithm/), preemption's dry runs and
+explain all run Filter through it. The algorithm sits above this module and calls it;
+nothing here calls the algorithm.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
@@ -21,19 +21,17 @@ import numpy as np
 from scheduler.config import names
 from scheduler.config.args import default_plugin_args
 from scheduler.config.types import Profile
-from scheduler.framework.batch import OpportunisticBatch
 from scheduler.framework.cluster_event import ClusterEventWithHint
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.filter_runner import FilterRunner
 from scheduler.framework.handle import Handle, NominatedPods, PodActivator
 from scheduler.framework.interfaces import (
     MAX_NODE_SCORE,
-    BatchFilterPlugin,
     BatchScorePlugin,
     BindPlugin,
     EnqueueExtensions,
     FilterPlugin,
     IntArray,
-    NodePodsIndependentFilter,
     NormalizeScorePlugin,
     PermitPlugin,
     Plugin,
@@ -54,7 +52,6 @@ from scheduler.framework.interfaces import (
     implements,
 )
 from scheduler.framework.registry import Registry
-from scheduler.framework.schedule import schedule_pod
 from scheduler.framework.search import SearchState
 from scheduler.framework.signature import PodSignature, batchable, sign_pod
 from scheduler.framework.status import Code, Status, go_list, with_plugin
@@ -64,8 +61,7 @@ from scheduler.model.pod import PodInfo
 if TYPE_CHECKING:
     from scheduler.cache.node_view import NodeView
     from scheduler.cache.snapshot import Snapshot
-    from scheduler.framework.diagnosis import Diagnosis, FitError, ScheduleResult
-    from scheduler.metrics import SchedulerMetrics
+    from scheduler.framework.diagnosis import Diagnosis
 
 log = logging.getLogger(__name__)
 
@@ -107,14 +103,12 @@ class Framework:
         *,
         global_percentage_of_nodes_to_score: int = 0,
         search: SearchState | None = None,
-        metrics: SchedulerMetrics | None = None,
     ) -> None:
         self.profile = profile
         # pass one SearchState to every profile's Framework to share the rotation
         self.search = search if search is not None else SearchState()
         self.profile_name = profile.scheduler_name
         self.handle = handle if handle is not None else Handle()
-        self.handle.framework = self
         self.percentage_of_nodes_to_score = (
             profile.percentage_of_nodes_to_score
             if profile.percentage_of_nodes_to_score is not None
@@ -143,24 +137,13 @@ class Framework:
         self.queue_sort_plugin = sorts[0] if sorts else None
         self.pre_filter_plugins = cast(list[PreFilterPlugin], points[names.PRE_FILTER])
         self.filter_plugins = cast(list[FilterPlugin], points[names.FILTER])
-        self.batch_filter_plugins = [
-            cast(BatchFilterPlugin, p)
-            for p in self.filter_plugins
-            if declares(p, BatchFilterPlugin)
-        ]
-        self.node_filter_plugins = [
-            p for p in self.filter_plugins if not declares(p, BatchFilterPlugin)
-        ]
-        # re-run at each step of a preemption dry run (framework/dry_run.py): every
-        # Filter plugin but those declaring their verdict independent of the node's pods
-        self.node_pods_dependent_filters = [
-            p for p in self.filter_plugins if not declares(p, NodePodsIndependentFilter)
-        ]
-        self.pre_filter_extensions = [
+        pre_filter_extensions = [
             cast(PreFilterExtensions, p)
             for p in self.pre_filter_plugins
             if declares(p, PreFilterExtensions)
         ]
+        self.filter_runner = FilterRunner(self.filter_plugins, pre_filter_extensions)
+        self.handle.filter_runner = self.filter_runner
         self.post_filter_plugins = cast(list[PostFilterPlugin], points[names.POST_FILTER])
         self.pre_score_plugins = cast(list[PreScorePlugin], points[names.PRE_SCORE])
         self.score_plugins = points[names.SCORE]
@@ -186,7 +169,6 @@ class Framework:
                 self.profile_name,
                 unsigned,
             )
-        self.batch = OpportunisticBatch(self, metrics)
 
     def _instantiate(self, name: str, registry: Registry) -> Plugin:
         plugin = self._plugins.get(name)
@@ -207,18 +189,6 @@ class Framework:
     @property
     def waiting_pods(self) -> WaitingPods:
         return self.handle.waiting_pods
-
-    def schedule_pod(
-        self,
-        state: CycleState,
-        pod: PodInfo,
-        snapshot: Snapshot,
-        nominator: NominatedPods,
-        search: SearchState,
-    ) -> ScheduleResult | FitError:
-        """The scheduling algorithm over this profile (framework/schedule.py), with
-        this profile's opportunistic batching (the loop's cycles only)."""
-        return schedule_pod(self, state, pod, snapshot, nominator, search=search, batch=self.batch)
 
     def sign_pod(self, pod: PodInfo) -> PodSignature | None:
         """upstream SignPod: the pod's signature under this profile, None when a plugin
@@ -294,71 +264,14 @@ class Framework:
         return result, Status.success()
 
     def run_filter(self, state: CycleState, pod: PodInfo, view: NodeView) -> Status:
-        """Every Filter plugin on one node (per-node form), first rejection wins."""
-        return _first_rejection(self.filter_plugins, state, pod, view)
-
-    def run_node_filters(self, state: CycleState, pod: PodInfo, view: NodeView) -> Status:
-        """Only the per-node (non-batch) Filter plugins (main pass, after the batch)."""
-        return _first_rejection(self.node_filter_plugins, state, pod, view)
-
-    def run_add_pod(
-        self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, view: NodeView
-    ) -> Status:
-        return self._run_extensions("add_pod", state, pod, pod_to_add, view)
-
-    def run_remove_pod(
-        self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, view: NodeView
-    ) -> Status:
-        return self._run_extensions("remove_pod", state, pod, pod_to_remove, view)
-
-    def _run_extensions(
-        self, method: str, state: CycleState, pod: PodInfo, other: PodInfo, view: NodeView
-    ) -> Status:
-        """PreFilter extensions (AddPod/RemovePod) of the plugins not skipped this cycle."""
-        for p in self.pre_filter_extensions:
-            if p.name in state.skip_filter:
-                continue
-            run = p.add_pod if method == "add_pod" else p.remove_pod
-            st = run(state, pod, other, view)
-            if not st.ok:
-                return with_plugin(st, p.name)
-        return Status.success()
-
-    def add_nominated_pods(
-        self, state: CycleState, pod: PodInfo, view: NodeView, nominator: NominatedPods | None
-    ) -> tuple[bool, CycleState, NodeView]:
-        """Copies of state and view with the pods nominated to the node at priority >=
-        the pod's (not the pod itself) added. (False, state, view) when none apply."""
-        if nominator is None:
-            return False, state, view
-        nominated = [
-            p
-            for p in nominator.nominated_pods_for_node(view.name)
-            if p.uid != pod.uid and p.priority >= pod.priority
-        ]
-        if not nominated:
-            return False, state, view
-        state_out = state.clone()
-        view_out = view.clone()
-        for p in nominated:
-            view_out.add_pod(p)
-            st = self.run_add_pod(state_out, pod, p, view_out)
-            if not st.ok:
-                raise RuntimeError(f"AddPod failed for nominated pod {p.key}: {st.message()}")
-        return True, state_out, view_out
+        """upstream RunFilterPlugins: every Filter plugin on one node (filter_runner.py)."""
+        return self.filter_runner.run(state, pod, view)
 
     def run_filter_with_nominated_pods(
         self, state: CycleState, pod: PodInfo, view: NodeView, nominator: NominatedPods | None
     ) -> Status:
-        """upstream RunFilterPluginsWithNominatedPods: the pod must pass with the
-        nominated pods of equal or higher priority added; if any were added, it must
-        also pass without them (they may never arrive, and inter-pod affinity could
-        depend on them)."""
-        added, s2, v2 = self.add_nominated_pods(state, pod, view, nominator)
-        st = self.run_filter(s2, pod, v2)
-        if not st.ok or not added:
-            return st
-        return self.run_filter(state, pod, view)
+        """upstream RunFilterPluginsWithNominatedPods (filter_runner.py)."""
+        return self.filter_runner.run_with_nominated_pods(state, pod, view, nominator)
 
     # ------------------------------------------------------------ post filter
     def run_post_filter(
@@ -532,15 +445,3 @@ class Framework:
         for p in self.post_bind_plugins:
             p.post_bind(state, pod, node_name)
 
-
-def _first_rejection(
-    plugins: Sequence[FilterPlugin], state: CycleState, pod: PodInfo, view: NodeView
-) -> Status:
-    skip = state.skip_filter
-    for p in plugins:
-        if p.name in skip:
-            continue
-        st = p.filter(state, pod, view)
-        if not st.ok:
-            return with_plugin(st, p.name)
-    return Status.success()

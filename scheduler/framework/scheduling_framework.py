@@ -1,5 +1,6 @@
 """What the scheduling loop uses of a profile's framework (upstream's Framework
-interface, seen from schedule_one.go).
+interface, seen from schedule_one.go) after the algorithm (scheduler/algorithm) has
+picked a node or failed: PostFilter, Reserve, Permit and the binding points.
 
 `runtime.Framework` is the one implementation; the loop is written against this
 Protocol, so its failure paths are tested against a fake framework
@@ -19,9 +20,7 @@ from scheduler.model.pod import PodInfo
 
 if TYPE_CHECKING:
     from scheduler.cache.snapshot import Snapshot
-    from scheduler.framework.diagnosis import Diagnosis, FitError, ScheduleResult
-    from scheduler.framework.handle import NominatedPods
-    from scheduler.framework.search import SearchState
+    from scheduler.framework.diagnosis import Diagnosis
 
 
 class SchedulingFramework(Protocol):
@@ -31,18 +30,6 @@ class SchedulingFramework(Protocol):
     def waiting_pods(self) -> WaitingPods: ...
     @property
     def post_filter_plugins(self) -> Sequence[PostFilterPlugin]: ...
-
-    def schedule_pod(
-        self,
-        state: CycleState,
-        pod: PodInfo,
-        snapshot: Snapshot,
-        nominator: NominatedPods,
-        search: SearchState,
-    ) -> ScheduleResult | FitError:
-        """PreFilter, Filter, Score: a node or a FitError; raises SchedulingError when a
-        plugin reports an internal error."""
-        ...
 
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, diagnosis: Diagnosis

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from scheduler.model.errors import InvalidObject
 from scheduler.model.json_fields import json_int, json_list, object_entries
@@ -22,10 +22,17 @@ from scheduler.model.selectors import (
     parse_node_selector_term,
 )
 
-if TYPE_CHECKING:
-    from scheduler.model.pod import PodInfo
-
 _G = TypeVar("_G")
+
+
+class LabelledPod(Protocol):
+    """All a term reads of a pod (PodInfo is one); a Protocol, so this module, which
+    PodInfo's own module imports, needs nothing from it."""
+
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def labels(self) -> Mapping[str, str]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +53,7 @@ class AffinityTerm:
             return False
         return self.namespace_selector.matches(ns_labels or {})
 
-    def matches(self, pod: PodInfo, ns_labels: Mapping[str, str] | None) -> bool:
+    def matches(self, pod: LabelledPod, ns_labels: Mapping[str, str] | None) -> bool:
         return self.matches_labels(pod.namespace, pod.labels, ns_labels)
 
     def matches_labels(

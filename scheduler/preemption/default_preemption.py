@@ -232,9 +232,9 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin, EnqueueExtensions):
         )
 
     def _fit(self, state: CycleState) -> FitCheck:
-        framework = self.handle.framework
+        runner = self.handle.filter_runner
         nominator = self.handle.nominator
-        if framework is None:
+        if runner is None:
             raise RuntimeError("DefaultPreemption needs the handle of a Framework")
 
         # one plan for every node dry-run for the pod this cycle (framework/dry_run.py)
@@ -245,7 +245,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin, EnqueueExtensions):
             if not isinstance(node, NodeView):
                 raise TypeError(f"expected a NodeView from the snapshot, got {type(node)!r}")
             if plan is None or plan.pod is not pod:
-                plan = DryRunPlan(framework, state, pod, nominator)
+                plan = DryRunPlan(runner, state, pod, nominator)
             return plan.open(node)
 
         return open_dry_run

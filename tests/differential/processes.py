@@ -4,7 +4,7 @@ of the per-node final scores each one logs.
 
 Upstream logs "Calculated node's final score for pod" at verbosity 10 in schedule_one.go
 (prioritizeNodes); `--vmodule=schedule_one=10` turns on exactly that file. This scheduler
-logs `final score pod=... node=... score=...` at DEBUG from framework/schedule.py.
+logs `final score pod=... node=... score=...` at DEBUG from algorithm/schedule_one.py.
 """
 
 from __future__ import annotations

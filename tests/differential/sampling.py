@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scheduler.algorithm import num_feasible_nodes_to_find
 from scheduler.cache.node_tree import NodeTree, zone_key
-from scheduler.framework.schedule import num_feasible_nodes_to_find
 from tests.differential import scenario as sc
 from tests.differential.compare import Difference, Tally, compare
 from tests.differential.harness import Oracle, PodResult

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler.algorithm import SchedulePod
 from scheduler.cache import Cache, Nominator, Snapshot
 from scheduler.client.events import ObjectRef
 from scheduler.framework.cluster_event import ClusterEventWithHint
@@ -159,6 +160,10 @@ def _conforms(fake: FakeFramework) -> SchedulingFramework:
     return fake  # strict mypy checks the fake against the Protocol here
 
 
+def _schedules(fake: FakeFramework) -> SchedulePod:
+    return fake.schedule_pod  # and its script against the loop's algorithm
+
+
 class CountingQueue(SchedulingQueue[PodInfo]):
     """The real queue, counting done(uid): each pop must end in exactly one done, or the
     pod stays in flight forever."""
@@ -285,6 +290,9 @@ def harness(
         queue=queue,
         nominator=nominator,
         frameworks={PROFILE: fwk},
+        # the loop's algorithm for the profile is the fake's script (upstream's tests
+        # replace Scheduler.SchedulePod the same way)
+        algorithms={PROFILE: fwk.schedule_pod},
         events=events,  # type: ignore[arg-type]  # records the one method the loop calls
         status_writer=status_writer,
         metrics=metrics,

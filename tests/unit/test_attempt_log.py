@@ -3,13 +3,13 @@ node statuses, verdicts built only when asked for."""
 
 from __future__ import annotations
 
+from scheduler.algorithm import schedule_pod
 from scheduler.cache import Nominator
 from scheduler.explain import AttemptLog
 from scheduler.explain.answer import attempt_dict
 from scheduler.explain.pages import NodePage
 from scheduler.framework import CycleState
 from scheduler.framework.diagnosis import FitError
-from scheduler.framework.schedule import schedule_pod
 from tests.unit.builders import make_framework, make_node, make_pod, make_snapshot
 
 NODES = [make_node(f"n{i}").capacity(cpu="1", memory="1Gi") for i in range(4)]

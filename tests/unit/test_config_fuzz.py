@@ -18,6 +18,7 @@ from builders import make_node, make_pod, make_snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from scheduler.algorithm import schedule_pod
 from scheduler.cache import Nominator
 from scheduler.config import (
     ConfigError,
@@ -27,7 +28,7 @@ from scheduler.config import (
     dump_config,
     names,
 )
-from scheduler.framework import CycleState, FitError, Framework, ScheduleResult, schedule_pod
+from scheduler.framework import CycleState, FitError, Framework, ScheduleResult
 from scheduler.framework.registry import Registry
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.preemption import default_preemption

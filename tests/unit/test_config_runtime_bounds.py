@@ -12,6 +12,7 @@ import pytest
 from builders import make_node, make_pod, make_snapshot
 from test_leader_election import LeaseStore, VirtualTime
 
+from scheduler.algorithm import schedule_pod
 from scheduler.cache import Nominator
 from scheduler.config import ConfigError, SchedulerConfiguration, config_from_dict, names
 from scheduler.framework import (
@@ -20,7 +21,6 @@ from scheduler.framework import (
     Framework,
     ScheduleResult,
     Status,
-    schedule_pod,
 )
 from scheduler.framework.interfaces import BatchScorePlugin
 from scheduler.leader import LeaderElectionSettings, LeaderElector

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import asyncio
 
+from scheduler.algorithm import schedule_pod
 from scheduler.cache import Cache, Snapshot
 from scheduler.explain.evaluation import DryRunner
-from scheduler.framework import CycleState, FitError, schedule_pod
+from scheduler.framework import CycleState, FitError
 from scheduler.model.pod import PodInfo
 from scheduler.preemption.default_preemption import DefaultPreemption
 from scheduler.preemption.victim_policy import VictimRules

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from builders import make_framework, make_node, make_pod, make_snapshot
 
+from scheduler.algorithm import schedule_pod
 from scheduler.cache import Nominator
 from scheduler.config import names
 from scheduler.config.plugins import default_implements
@@ -22,7 +23,6 @@ from scheduler.framework import (
     Framework,
     PreFilterResult,
     profile_for,
-    schedule_pod,
 )
 from scheduler.framework.diagnosis import fit_error_message, status_histogram
 from scheduler.framework.interfaces import FilterPlugin, PostFilterPlugin, PreFilterPlugin

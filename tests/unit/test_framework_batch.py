@@ -1,4 +1,4 @@
-"""Opportunistic batching (framework/batch.py, signature.py): the signature rules per
+"""Opportunistic batching (algorithm/batch.py, signature.py): the signature rules per
 plugin, the state machine (when a stored list is used, and why it is dropped), and that
 a hint is what a full evaluation would have picked."""
 
@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod
 
+from scheduler.algorithm import ProfileAlgorithm, schedule_pod
+from scheduler.algorithm import batch as batching
 from scheduler.cache import Cache, Nominator
 from scheduler.config import names
 from scheduler.config.args import parse_plugin_args
@@ -22,9 +24,7 @@ from scheduler.framework import (
     SearchState,
     Status,
     profile_for,
-    schedule_pod,
 )
-from scheduler.framework import batch as batching
 from scheduler.framework.signature import batchable
 from scheduler.framework.status import Code
 from scheduler.metrics import SchedulerMetrics
@@ -43,7 +43,7 @@ def framework(
     parsed = {n: parse_plugin_args(n, a, n) for n, a in (args or {}).items()}
     profile = profile_for(refs, plugin_args=parsed, percentage_of_nodes_to_score=percentage)
     metrics = SchedulerMetrics()
-    return Framework(profile, in_tree_registry(), metrics=metrics), metrics
+    return Framework(profile, in_tree_registry()), metrics
 
 
 class Clock:
@@ -58,7 +58,9 @@ class Cluster:
     """A cache and the loop's part of a cycle: count the cycle, update the snapshot,
     schedule with the profile's batching, assume the pod."""
 
-    def __init__(self, fw: Framework, nodes: list[Any], seed: int = 1) -> None:
+    def __init__(
+        self, fw: Framework, metrics: SchedulerMetrics, nodes: list[Any], seed: int = 1
+    ) -> None:
         self.fw = fw
         self.cache = Cache()
         for n in nodes:
@@ -67,12 +69,16 @@ class Cluster:
         self.search = SearchState(rng=random.Random(seed))
         self.nominator = Nominator()
         self.clock = Clock()
-        fw.batch = batching.OpportunisticBatch(fw, fw.batch._metrics, self.clock)
+        # the loop's ProfileAlgorithm keeps one of these per profile; here with a test clock
+        self.batch = batching.OpportunisticBatch(fw, metrics, self.clock)
 
     def schedule(self, pod: PodInfo, *, skip_cycles: int = 0) -> ScheduleResult | FitError:
         self.search.cycle += 1 + skip_cycles
         self.cache.update_snapshot(self.snapshot)
-        result = self.fw.schedule_pod(CycleState(), pod, self.snapshot, self.nominator, self.search)
+        result = schedule_pod(
+            self.fw, CycleState(), pod, self.snapshot, self.nominator,
+            search=self.search, batch=self.batch,
+        )  # fmt: skip
         if isinstance(result, ScheduleResult):
             self.cache.assume_pod(pod, result.node)
         return result
@@ -218,7 +224,7 @@ def test_a_plugin_that_does_not_sign_turns_signatures_off() -> None:
 
 def test_identical_pods_take_the_hint_and_each_is_a_best_node() -> None:
     fw, m = framework(LIST_DEFAULTING)
-    c = Cluster(fw, sized_nodes(12))
+    c = Cluster(fw, m, sized_nodes(12))
     for i in range(10):
         pod = replica(i)
         best = c.best_nodes(pod)
@@ -227,7 +233,7 @@ def test_identical_pods_take_the_hint_and_each_is_a_best_node() -> None:
         assert result.node in best, (i, result.node, best)
     assert attempts(m, batching.NO_HINT) == 1  # only the first pod searched
     assert attempts(m, batching.HINT_USED) == 9
-    assert fw.batch.batched_pods == 9
+    assert c.batch.batched_pods == 9
     # each cycle re-filtered and re-scored the node the previous pod took
     rescores = m.registry.get_sample_value(
         "scheduler_batch_rescore_attempts_total", {"profile": PROFILE}
@@ -239,8 +245,8 @@ def test_identical_pods_take_the_hint_and_each_is_a_best_node() -> None:
 
 
 def test_a_hinted_cycle_does_not_move_the_node_search_on() -> None:
-    fw, _ = framework(LIST_DEFAULTING)
-    c = Cluster(fw, sized_nodes(6))
+    fw, m = framework(LIST_DEFAULTING)
+    c = Cluster(fw, m, sized_nodes(6))
     c.schedule(replica(0))
     start = c.search.next_start
     result = c.schedule(replica(1))
@@ -254,7 +260,7 @@ def test_a_full_last_node_is_left_out_not_rescored() -> None:
     # the biggest node takes the first pod and is then full (1 cpu left of 4.5)
     nodes = [make_node("big").capacity(cpu="4500m", memory="64Gi")]
     nodes += [make_node(f"s{i}").capacity(cpu="4", memory="8Gi") for i in range(3)]
-    c = Cluster(fw, nodes)
+    c = Cluster(fw, m, nodes)
     first = c.schedule(replica(0, cpu="3500m"))
     assert isinstance(first, ScheduleResult) and first.node == "big"
     second = c.schedule(replica(1, cpu="3500m"))
@@ -267,20 +273,20 @@ def test_a_full_last_node_is_left_out_not_rescored() -> None:
 
 def test_unsigned_pods_are_never_batched() -> None:
     fw, m = framework()  # System defaulting
-    c = Cluster(fw, sized_nodes(5))
+    c = Cluster(fw, m, sized_nodes(5))
     for i in range(3):
         assert isinstance(c.schedule(replica(i)), ScheduleResult)
     assert attempts(m, batching.HINT_USED) == 0
     assert flushed(m, batching.FLUSH_POD_NOT_BATCHABLE) == 3
-    assert fw.batch.remaining() == 0
+    assert c.batch.remaining() == 0
 
 
 def test_one_feasible_node_leaves_nothing_to_keep() -> None:
     fw, m = framework(LIST_DEFAULTING)
-    c = Cluster(fw, [make_node("only").capacity(cpu="8", memory="16Gi")])
+    c = Cluster(fw, m, [make_node("only").capacity(cpu="8", memory="16Gi")])
     c.schedule(replica(0))
     assert flushed(m, batching.FLUSH_EMPTY_LIST) == 1
-    assert fw.batch.remaining() == 0
+    assert c.batch.remaining() == 0
 
 
 @pytest.mark.parametrize(
@@ -295,10 +301,10 @@ def test_one_feasible_node_leaves_nothing_to_keep() -> None:
 )
 def test_why_a_stored_list_is_not_used(reason: str, between: str) -> None:
     fw, m = framework(LIST_DEFAULTING)
-    c = Cluster(fw, sized_nodes(6))
+    c = Cluster(fw, m, sized_nodes(6))
     first = c.schedule(replica(0))
     assert isinstance(first, ScheduleResult)
-    assert fw.batch.remaining() == 5
+    assert c.batch.remaining() == 5
     pod, skip = replica(1), 0
     if between == "skip":
         skip = 1  # another pod (any profile) had the cycle in between
@@ -321,13 +327,13 @@ def test_why_a_stored_list_is_not_used(reason: str, between: str) -> None:
     assert attempts(m, batching.NO_HINT) == 2
     # the full search's results are stored afresh for the next pod (all signed here);
     # the nominated pod's node passed alone, which leaves nothing to store
-    assert fw.batch.remaining() == (0 if between == "nominated" else len(c.snapshot.live_slots()) - 1)
+    assert c.batch.remaining() == (0 if between == "nominated" else len(c.snapshot.live_slots()) - 1)
 
 
 def test_a_hint_that_fails_with_nominated_pods_is_not_used() -> None:
     fw, m = framework(LIST_DEFAULTING)
     nodes = [make_node(f"n{i}").capacity(cpu="4", memory="8Gi") for i in range(4)]
-    c = Cluster(fw, nodes)
+    c = Cluster(fw, m, nodes)
     first = c.schedule(replica(0))
     assert isinstance(first, ScheduleResult)
     # a higher-priority pod nominated to every other node takes it whole: the refresh
@@ -345,7 +351,7 @@ def test_a_hint_that_fails_with_nominated_pods_is_not_used() -> None:
 
 def test_a_fit_error_breaks_the_chain() -> None:
     fw, m = framework(LIST_DEFAULTING)
-    c = Cluster(fw, sized_nodes(4))
+    c = Cluster(fw, m, sized_nodes(4))
     c.schedule(replica(0))
     too_big = make_pod("huge").requests(cpu="64").obj()
     assert isinstance(c.schedule(too_big), FitError)
@@ -368,7 +374,7 @@ def test_errors_while_refreshing_drop_the_hint(
     method: str, reason: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fw, m = framework(LIST_DEFAULTING)
-    c = Cluster(fw, sized_nodes(5))
+    c = Cluster(fw, m, sized_nodes(5))
     c.schedule(replica(0))
     error = Status(Code.ERROR, ("boom",), "Test")
 
@@ -384,7 +390,7 @@ def test_errors_while_refreshing_drop_the_hint(
         def __getattr__(self, name: str) -> Any:
             return failing if name == method else getattr(fw, name)
 
-    fw.batch._handle = Handle()  # type: ignore[assignment]
+    c.batch._handle = Handle()  # type: ignore[assignment]
     result = c.schedule(replica(1))
     assert isinstance(result, ScheduleResult)  # the full search still places the pod
     assert flushed(m, reason) == 1
@@ -393,12 +399,12 @@ def test_errors_while_refreshing_drop_the_hint(
 
 def test_a_dry_run_leaves_the_batch_alone() -> None:
     fw, m = framework(LIST_DEFAULTING)
-    c = Cluster(fw, sized_nodes(5))
+    c = Cluster(fw, m, sized_nodes(5))
     c.schedule(replica(0))
-    before = fw.batch.remaining()
+    before = c.batch.remaining()
     # explain's dry run calls schedule_pod without the batch
     schedule_pod(fw, CycleState(), replica(1), c.snapshot, c.nominator, search=SearchState())
-    assert fw.batch.remaining() == before
+    assert c.batch.remaining() == before
     assert isinstance(c.schedule(replica(1)), ScheduleResult)
     assert attempts(m, batching.HINT_USED) == 1
 
@@ -407,12 +413,12 @@ def test_the_stored_list_runs_out() -> None:
     fw, m = framework(LIST_DEFAULTING)
     # each node fits one pod: no last node comes back, the list shrinks to nothing
     nodes = [make_node(f"n{i}").capacity(cpu="1", memory="2Gi") for i in range(3)]
-    c = Cluster(fw, nodes)
+    c = Cluster(fw, m, nodes)
     placed = [c.schedule(replica(i, cpu="800m")) for i in range(3)]
     assert all(isinstance(r, ScheduleResult) for r in placed)
     assert sorted(r.node for r in placed if isinstance(r, ScheduleResult)) == ["n0", "n1", "n2"]
     assert attempts(m, batching.HINT_USED) == 2
-    assert fw.batch.remaining() == 0
+    assert c.batch.remaining() == 0
     assert isinstance(c.schedule(replica(3, cpu="800m")), FitError)
 
 
@@ -420,7 +426,7 @@ def test_a_node_added_between_cycles_is_not_a_candidate_but_the_list_still_holds
     # upstream's stored list knows only the nodes the search saw; a new node (which also
     # moves every slot lookup onto the by-name path here) changes nothing else
     fw, m = framework(LIST_DEFAULTING)
-    c = Cluster(fw, sized_nodes(4))
+    c = Cluster(fw, m, sized_nodes(4))
     c.schedule(replica(0))
     c.cache.add_node(make_node("huge").capacity(cpu="64", memory="256Gi").obj())
     result = c.schedule(replica(1))
@@ -454,6 +460,7 @@ async def test_the_loop_counts_every_popped_pod_as_a_cycle() -> None:
         queue=queue,
         nominator=Nominator(),
         frameworks={fw.profile_name: fw},
+        algorithms={fw.profile_name: ProfileAlgorithm(fw, m)},
         events=Events(),  # type: ignore[arg-type]
         status_writer=StatusWriter(no_patch, metrics=m),
         metrics=m,

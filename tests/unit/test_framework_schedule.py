@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from builders import make_framework, make_node, make_pod, make_snapshot
 
+from scheduler.algorithm import num_feasible_nodes_to_find, schedule_pod
 from scheduler.cache import Nominator
 from scheduler.config import ConfigError, names
 from scheduler.framework import (
@@ -21,9 +22,7 @@ from scheduler.framework import (
     NodeDryRun,
     ScheduleResult,
     SearchState,
-    num_feasible_nodes_to_find,
     profile_for,
-    schedule_pod,
 )
 from scheduler.framework.status import Code
 from scheduler.plugins.registry import in_tree_registry
@@ -216,7 +215,7 @@ def test_node_dry_run_removes_victims_and_keeps_pre_filter_state_in_step() -> No
     view = snap.get("a")
     assert view is not None
     assert not fw.run_filter(state, pod, view).ok
-    run = NodeDryRun(fw, state, pod, view, Nominator())
+    run = NodeDryRun(fw.filter_runner, state, pod, view, Nominator())
     assert run.remove_pod(victim).ok
     assert run.filter().ok
     # the original view and state are untouched
@@ -313,13 +312,13 @@ def test_debug_log_has_one_final_score_line_per_feasible_node(
     fw = make_framework()
     snap = make_snapshot([make_node("a"), make_node("b")],
                          [make_pod("x").requests(cpu="3").node("a")])  # fmt: skip
-    with caplog.at_level("DEBUG", logger="scheduler.framework.schedule"):
+    with caplog.at_level("DEBUG", logger="scheduler.algorithm.schedule_one"):
         result = _schedule(fw, make_pod("p").namespace("ns1").requests(cpu="1").obj(), snap)
     assert isinstance(result, ScheduleResult) and result.node == "b"
     lines = [
         r.getMessage()
         for r in caplog.records
-        if r.name == "scheduler.framework.schedule" and r.getMessage().startswith("final score")
+        if r.name == "scheduler.algorithm.schedule_one" and r.getMessage().startswith("final score")
     ]
     assert len(lines) == 2
     plugin_lines = [r.getMessage() for r in caplog.records if "plugin score" in r.getMessage()]
@@ -341,7 +340,7 @@ def test_debug_log_has_one_final_score_line_per_feasible_node(
 def test_debug_log_names_the_single_feasible_node(caplog: pytest.LogCaptureFixture) -> None:
     fw = make_framework()
     snap = make_snapshot([make_node("a").taint("k"), make_node("b")])
-    with caplog.at_level("DEBUG", logger="scheduler.framework.schedule"):
+    with caplog.at_level("DEBUG", logger="scheduler.algorithm.schedule_one"):
         _schedule(fw, make_pod("p").obj(), snap)
     logged = [r.getMessage() for r in caplog.records]
     assert [m for m in logged if not m.startswith("searched nodes ")] == [
@@ -352,9 +351,9 @@ def test_debug_log_names_the_single_feasible_node(caplog: pytest.LogCaptureFixtu
 
 def test_no_score_log_at_default_verbosity(caplog: pytest.LogCaptureFixture) -> None:
     fw = make_framework()
-    with caplog.at_level("INFO", logger="scheduler.framework.schedule"):
+    with caplog.at_level("INFO", logger="scheduler.algorithm.schedule_one"):
         _schedule(fw, make_pod("p").obj(), make_snapshot([make_node("a"), make_node("b")]))
-    assert not [r for r in caplog.records if r.name == "scheduler.framework.schedule"]
+    assert not [r for r in caplog.records if r.name == "scheduler.algorithm.schedule_one"]
 
 
 @pytest.mark.parametrize(("nominated_priority", "fits"), [(100, False), (99, True)])
@@ -379,7 +378,7 @@ def test_node_dry_run_counts_nominated_pods_of_equal_or_higher_priority(
     nominator.add(make_pod("n").priority(nominated_priority).requests(cpu="3").obj(), "a")
     view = snap.get("a")
     assert view is not None
-    run = NodeDryRun(fw, state, pod, view, nominator)
+    run = NodeDryRun(fw.filter_runner, state, pod, view, nominator)
     assert run.remove_pod(victim).ok
     assert run.filter().ok is fits
 
@@ -458,8 +457,8 @@ def test_a_filter_error_stops_the_search_and_still_moves_the_start(
     The error comes from a per-node plugin's pass or from a batch plugin's."""
     import numpy as np
 
+    from scheduler.algorithm import SchedulingError
     from scheduler.framework.interfaces import BatchFilterResult
-    from scheduler.framework.schedule import SchedulingError
     from scheduler.framework.status import Status
 
     fw = make_framework(percentage=1)  # 100 to find among 300
@@ -467,7 +466,7 @@ def test_a_filter_error_stops_the_search_and_still_moves_the_start(
     boom = Status.from_error(RuntimeError("boom"))
     bad = snap.slot_of(f"n{failing:03}")
     if batch:
-        plugin = fw.batch_filter_plugins[0]
+        plugin = fw.filter_runner.batch_plugins[0]
         real_batch = plugin.filter_batch
 
         def filter_batch(state: Any, pod: Any, snapshot: Any, slots: Any) -> Any:
@@ -477,17 +476,22 @@ def test_a_filter_error_stops_the_search_and_still_moves_the_start(
 
         plugin.filter_batch = filter_batch
     else:
-        real = fw.run_node_filters
+        plugin = next(p for p in fw.filter_runner.node_plugins if p.name == "NodePorts")
+        real = plugin.filter
 
-        def run_node_filters(state: Any, pod: Any, view: Any) -> Any:
+        def node_filter(state: Any, pod: Any, view: Any) -> Any:
             return boom if view.name == f"n{failing:03}" else real(state, pod, view)
 
-        fw.run_node_filters = run_node_filters
+        plugin.filter = node_filter  # type: ignore[method-assign]
     pod = make_pod("p").host_port(8080).obj()  # NodePorts filters node by node
     search = SearchState()
     if raised:
-        with pytest.raises(SchedulingError, match="boom"):
+        # the message is upstream's RunFilterPlugins wrapping (framework/filter_runner.py)
+        failing_plugin = plugin.name
+        with pytest.raises(SchedulingError) as raised_error:
             _schedule(fw, pod, snap, search=search)
+        assert str(raised_error.value) == f'running "{failing_plugin}" filter plugin: boom'
+
     else:
         assert isinstance(_schedule(fw, pod, snap, search=search), ScheduleResult)
     assert search.next_start == next_start

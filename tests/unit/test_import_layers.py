@@ -19,6 +19,8 @@ PYPROJECT = REPO / "pyproject.toml"
 # a visible decision here too, not a silent loss.
 REQUIRED_CONTRACTS = {
     "scheduler-layers",
+    "scheduler-acyclic",
+    "framework-below-algorithm",
     "cache-queue-independent",
     "only-client-imports-kubernetes-asyncio",
     "only-metrics-imports-prometheus-client",

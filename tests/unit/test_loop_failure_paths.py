@@ -19,13 +19,13 @@ from typing import Any
 
 import pytest
 
+from scheduler.algorithm import SchedulingError
 from scheduler.binding_cycle import FENCED_BIND
 from scheduler.cache import Snapshot
 from scheduler.client.errors import ApiError, Conflict
 from scheduler.framework.cluster_event import ClusterEventWithHint
 from scheduler.framework.diagnosis import FitError, ScheduleResult
 from scheduler.framework.interfaces import PostFilterResult
-from scheduler.framework.schedule import SchedulingError
 from scheduler.framework.status import Code, Status
 from scheduler.model import PodInfo
 from scheduler.queue.events import ASSIGNED_POD_DELETE

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.algorithm import ProfileAlgorithm
 from scheduler.cache import Cache, Nominator
 from scheduler.client.errors import Conflict
 from scheduler.framework.status import Code, Status
@@ -63,6 +64,7 @@ def build(
         queue=queue,
         nominator=Nominator(),
         frameworks={fwk.profile_name: fwk},
+        algorithms={fwk.profile_name: ProfileAlgorithm(fwk, m)},
         events=events,  # type: ignore[arg-type]
         status_writer=StatusWriter(patch, metrics=m),
         metrics=m,
@@ -87,7 +89,7 @@ async def test_an_exception_in_the_algorithm_requeues_with_backoff_an_event_and_
     def overflow(*args: Any, **kwargs: Any) -> Any:
         raise OverflowError("int too large to convert to float")
 
-    monkeypatch.setattr(fwk, "schedule_pod", overflow)
+    monkeypatch.setitem(loop.algorithms, fwk.profile_name, overflow)
     p = make_pod("web").obj()
     queue.add(p)
     info = await queue.pop()

@@ -146,8 +146,8 @@ def test_several_parse_errors_aggregate_as_upstream() -> None:
 def test_node_affinity_prescore_fails_with_upstreams_error() -> None:
     from builders import make_framework
 
+    from scheduler.algorithm import SchedulingError, schedule_pod
     from scheduler.framework.cycle_state import CycleState
-    from scheduler.framework.schedule import SchedulingError, schedule_pod
 
     fw = make_framework()
     snap = make_snapshot([make_node("a").zone("a"), make_node("b").zone("b")])

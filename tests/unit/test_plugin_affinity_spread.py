@@ -232,7 +232,7 @@ def test_empty_selector_counts_pods_added_in_a_dry_run() -> None:
     for name in ("x1", "x2"):
         other = make_pod(name).labels(anything="1").node("a").obj()
         view_a.add_pod(other)
-        assert fw.run_add_pod(state, pod, other, view_a).ok
+        assert fw.filter_runner.add_pod(state, pod, other, view_a).ok
     # z1 now counts 2 (+1 self) against z2's 0
     assert fw.run_filter(state, pod, view_a).message() == SPREAD
     assert fw.run_filter(state, pod, snap.get("b")).ok

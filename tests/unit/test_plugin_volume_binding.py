@@ -306,7 +306,7 @@ def test_read_write_once_pod_claim_in_use_refuses_every_node_until_its_user_goes
     victim = next(iter(view.pods.values()))
     view.remove_pod(victim)
     dry = state.clone()
-    assert fw.run_remove_pod(dry, pod, victim, view).ok
+    assert fw.filter_runner.remove_pod(dry, pod, victim, view).ok
     assert fw.run_filter(dry, pod, view).ok  # preemption of the user frees the claim
     assert fw.run_filter(state, pod, snap.get("b")).code == Code.UNSCHEDULABLE
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.algorithm import schedule_pod
 from scheduler.cache import Nominator
 from scheduler.cache.node_view import NodeView
 from scheduler.config import names
@@ -28,7 +29,6 @@ from scheduler.framework import CycleState, Framework, profile_for
 from scheduler.framework.diagnosis import FitError
 from scheduler.framework.dry_run import DryRunPlan, NodeDryRun
 from scheduler.framework.interfaces import FilterPlugin, NodePodsIndependentFilter
-from scheduler.framework.schedule import schedule_pod
 from scheduler.framework.status import Code, Status
 from scheduler.model.pdb import PDBInfo
 from scheduler.model.pod import PodInfo
@@ -68,7 +68,7 @@ class ReferenceDryRun:
     def remove_pod(self, victim: PodInfo, /) -> Status:
         if not self.view.remove_pod(victim):
             return Status.success()
-        return self.fw.run_remove_pod(self.state, self.pod, victim, self.view)
+        return self.fw.filter_runner.remove_pod(self.state, self.pod, victim, self.view)
 
     def remove_pods(self, victims: Sequence[PodInfo], /) -> Status:
         for v in victims:
@@ -79,7 +79,7 @@ class ReferenceDryRun:
 
     def add_pod(self, pod: PodInfo, /) -> Status:
         self.view.add_pod(pod)
-        return self.fw.run_add_pod(self.state, self.pod, pod, self.view)
+        return self.fw.filter_runner.add_pod(self.state, self.pod, pod, self.view)
 
     def filter(self) -> Status:
         return self.fw.run_filter_with_nominated_pods(
@@ -165,7 +165,7 @@ def test_every_node_selects_the_same_victims_as_the_full_filter(seed: int) -> No
     _, st = fw.run_pre_filter(state, pod, snap)
     if not st.ok:
         return
-    plan = DryRunPlan(fw, state, pod, nominator)
+    plan = DryRunPlan(fw.filter_runner, state, pod, nominator)
     before = {v.name: (dict(v.pods), dict(v.requested), list(v.used_ports)) for v in snap.node_views()}
     for view in snap.node_views():
         got = _outcome(pod, view, pdbs, lambda p, n: plan.open(n))
@@ -185,7 +185,7 @@ def test_the_evaluation_is_the_same_as_with_the_full_filter(seed: int) -> None:
         return
     diagnosis = failed.diagnosis.node_to_status()
     args = DefaultPreemptionArgs(min_candidate_nodes_absolute=2)
-    plan = DryRunPlan(fw, state, pod, nominator)
+    plan = DryRunPlan(fw.filter_runner, state, pod, nominator)
 
     def evaluate(fit: Any) -> Any:
         ev = Evaluator(args, {pod.scheduler_name}, rand=lambda n: seed % n).evaluate(
@@ -263,7 +263,7 @@ def test_a_plugin_without_the_marker_is_rerun_at_every_reprieve_step() -> None:
     state = CycleState()
     view = snap.get("n1")
     victims, violations, st = select_victims(
-        pod, view, (), lambda p, n: NodeDryRun(fw, state, p, view), lambda p: True
+        pod, view, (), lambda p, n: NodeDryRun(fw.filter_runner, state, p, view), lambda p: True
     )
     assert st.ok and violations == 0
     # one pod may stay: the most important (earliest started) is reprieved
@@ -276,7 +276,7 @@ def test_without_a_passing_filter_still_fits_runs_the_whole_filter() -> None:
     marked = _MarkedFilter("MarkedRoom", room=0)
     fw = _framework(marked)
     snap, pod = _node_with_low_priority_pods(2)
-    run = NodeDryRun(fw, CycleState(), pod, snap.get("n1"))
+    run = NodeDryRun(fw.filter_runner, CycleState(), pod, snap.get("n1"))
     assert not run.still_fits()  # two pods on the node: the marked plugin rejects
     assert marked.calls == 1
     run.remove_pods(list(snap.get("n1").pods.values()))
@@ -294,7 +294,7 @@ def test_nominated_pods_count_in_the_reprieve_steps() -> None:
     nominator = Nominator()
 
     def victims() -> list[str]:
-        plan = DryRunPlan(fw, CycleState(), pod, nominator)
+        plan = DryRunPlan(fw.filter_runner, CycleState(), pod, nominator)
         got, _, st = select_victims(pod, view, (), lambda p, n: plan.open(n), lambda p: True)
         assert st.ok
         return [v.name for v in got]
@@ -311,14 +311,14 @@ def test_the_plan_refuses_another_pod() -> None:
     fw = _framework(_CountingFilter("OutOfTreeRoom", room=1))
     snap, pod = _node_with_low_priority_pods(1)
     state = CycleState()
-    plan = DryRunPlan(fw, state, pod)
+    plan = DryRunPlan(fw.filter_runner, state, pod)
     with pytest.raises(ValueError):
-        NodeDryRun(fw, state, make_pod("other").obj(), snap.get("n1"), plan=plan)
+        NodeDryRun(fw.filter_runner, state, make_pod("other").obj(), snap.get("n1"), plan=plan)
 
 
 def test_in_tree_markers() -> None:
     fw = make_framework()
-    rerun = {p.name for p in fw.node_pods_dependent_filters}
+    rerun = {p.name for p in fw.filter_runner.node_pods_dependent}
     assert rerun == {
         "NodePorts",
         "NodeResourcesFit",

@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 from builders import make_node, make_pod
 
+from scheduler.algorithm import schedule_pod
 from scheduler.cache import Cache, Nominator
 from scheduler.client.events import ObjectRef
 from scheduler.config import names
 from scheduler.config.args import DefaultPreemptionArgs
-from scheduler.framework import CycleState, FitError, Framework, Handle, profile_for, schedule_pod
+from scheduler.framework import CycleState, FitError, Framework, Handle, profile_for
 from scheduler.framework.cluster_event import EventResource, QueueingHint
 from scheduler.framework.registry import Registry
 from scheduler.framework.status import Code

@@ -7,7 +7,7 @@ import scheduler.preemption as preemption
 from scheduler.cache import Nominator, Snapshot
 from scheduler.client.dispatcher import Dispatcher
 from scheduler.client.events import EventRecorder
-from scheduler.framework.schedule import NodeDryRun
+from scheduler.framework.dry_run import NodeDryRun
 from scheduler.preemption import evaluator, executor
 
 

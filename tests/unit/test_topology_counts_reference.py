@@ -21,7 +21,7 @@ from builders import NodeBuilder, PodBuilder, filter_statuses, make_framework, m
 
 from scheduler.cache import Cache
 from scheduler.framework import CycleState, Handle, InMemoryListers
-from scheduler.framework.schedule import NodeDryRun
+from scheduler.framework.dry_run import NodeDryRun
 from scheduler.framework.status import Code
 from scheduler.model.namespace import NamespaceInfo
 from scheduler.model.pod import PodInfo, pod_from_dict
@@ -310,7 +310,7 @@ def test_dry_runs_match_the_reference(seed: int) -> None:
         node = victim.node_name
         view = snap.get(node)
         assert view is not None
-        run = NodeDryRun(fw, state, pod, view)
+        run = NodeDryRun(fw.filter_runner, state, pod, view)
         run.remove_pod(victim)
         newcomer = _pod(rng, f"new{seed}", node, 0.5).obj()
         run.add_pod(newcomer)

@@ -21,33 +21,39 @@ The search starts where the previous cycle stopped (`SearchState.next_start`, mo
 by the nodes processed, as upstream's nextStartNodeIndex), so nodes are considered
 fairly. No API calls, no awaits.
 
-`NodeDryRun` (framework/dry_run.py, re-exported here) is the one-node helper for
-preemption: a copy of a node's state with pods removed/added (PreFilter extensions kept
-in step) and Filter run with the nominated-pods rule.
+Every Filter verdict here comes from the profile's FilterRunner
+(framework/filter_runner.py), the rule preemption's dry runs and explain use too; this
+module decides only which nodes to ask and in what order, and that a Filter ERROR stops
+the search (upstream findNodesThatPassFilters cancels on the first error).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import cast
 
 import numpy as np
 
+from scheduler.algorithm.batch import OpportunisticBatch, ScoredNodes
 from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
-from scheduler.framework.batch import OpportunisticBatch, ScoredNodes
+from scheduler.framework import filter_runner
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.diagnosis import Diagnosis, FitError, ScheduleResult
-from scheduler.framework.dry_run import NodeDryRun as NodeDryRun  # re-exported
+from scheduler.framework.filter_runner import run_filter_plugins
 from scheduler.framework.handle import NominatedPods
-from scheduler.framework.interfaces import BatchFilterPlugin, Int32Array, IntArray, declares
-from scheduler.framework.search import SearchState as SearchState  # re-exported
-from scheduler.framework.status import Code, Status, go_list, with_plugin
+from scheduler.framework.interfaces import (
+    BatchFilterPlugin,
+    FilterPlugin,
+    Int32Array,
+    IntArray,
+    declares,
+)
+from scheduler.framework.runtime import Framework
+from scheduler.framework.search import SearchState
+from scheduler.framework.status import Code, Status, go_list
 from scheduler.model.pod import PodInfo
-
-if TYPE_CHECKING:
-    from scheduler.framework.runtime import Framework
 
 # At DEBUG, one line per decision for the differential oracle (tests/differential), which
 # compares these against upstream's own high-verbosity score log.
@@ -94,17 +100,19 @@ def _nominated_slots(snapshot: Snapshot, pod: PodInfo, nominator: NominatedPods 
     return out
 
 
+def _filter_error(status: Status) -> SchedulingError:
+    """A Filter ERROR ends the cycle; its message is the runner's, already in upstream's
+    words (`running "<plugin>" filter plugin: ...`)."""
+    return SchedulingError(status, status.message())
+
+
 def _first_rejection(
-    plugins: list[Any], state: CycleState, pod: PodInfo, view: NodeView
+    plugins: list[FilterPlugin], state: CycleState, pod: PodInfo, view: NodeView
 ) -> Status | None:
-    for p in plugins:
-        st = p.filter(state, pod, view)
-        if not st.ok:
-            st = with_plugin(st, p.name)
-            if st.code == Code.ERROR:
-                raise SchedulingError(st)
-            return st
-    return None
+    st = run_filter_plugins(plugins, state, pod, view)
+    if st.code == Code.ERROR:
+        raise _filter_error(st)
+    return None if st.ok else st
 
 
 def _record_batch_rejections(
@@ -130,7 +138,7 @@ def _record_batch_rejections(
         # the per-node plugins the profile places before the rejecting batch plugin
         earlier = [
             p
-            for p in framework.filter_plugins[:position]
+            for p in framework.filter_runner.plugins[:position]
             if p.name not in skip and not declares(p, BatchFilterPlugin)
         ]
         if earlier:
@@ -149,7 +157,7 @@ def _record_batch_rejections(
                 )
                 assert st is not None
                 if st.code == Code.ERROR:
-                    raise SchedulingError(st)
+                    raise _filter_error(st)
                 if st.ok:
                     st = None
             else:
@@ -209,7 +217,8 @@ def find_nodes_that_fit(
     if not framework.score_plugins:
         to_find = 1  # upstream: without scoring, the first feasible node is the answer
     skip = state.skip_filter
-    position = {p.name: i for i, p in enumerate(framework.filter_plugins)}
+    runner = framework.filter_runner
+    position = {p.name: i for i, p in enumerate(runner.plugins)}
     nominated = _nominated_slots(snapshot, pod, nominator)
 
     # a batch plugin's ERROR on a node stops the walk there (the earliest such node)
@@ -217,7 +226,7 @@ def find_nodes_that_fit(
     batch_error: Status | None = None
     alive = order
     groups: list[tuple[int, IntArray, IntArray, Int32Array | None, list[Status]]] = []
-    for p in framework.batch_filter_plugins:
+    for p in runner.batch_plugins:
         if p.name in skip or len(alive) == 0:
             continue
         res = p.filter_batch(state, pod, snapshot, alive)
@@ -225,7 +234,8 @@ def find_nodes_that_fit(
         if not passed.all():
             rejected = ~passed
             reasons = res.reasons[rejected] if res.reasons is not None else None
-            statuses = [with_plugin(s, p.name) for s in res.statuses]
+            # a batch plugin's statuses are the node's as the runner words them
+            statuses = [filter_runner.decided_by(s, p.name) for s in res.statuses]
             errs = [i for i, s in enumerate(statuses) if s.code == Code.ERROR]
             if errs:
                 at = pos[rejected]
@@ -246,10 +256,11 @@ def find_nodes_that_fit(
         for i in np.flatnonzero(np.isin(alive, list(nominated))).tolist():
             slot = int(alive[i])
             view = snapshot.view(slot)
-            added, s2, v2 = framework.add_nominated_pods(state, pod, view, nominator)
-            if not added:
+            added, s2, v2, st = runner.add_nominated_pods(state, pod, view, nominator)
+            if st.ok and not added:
                 continue
-            st = framework.run_filter(s2, pod, v2)
+            if st.ok:
+                st = runner.run(s2, pod, v2)
             if st.code == Code.ERROR:
                 if int(pos[i]) < limit:
                     limit, batch_error = int(pos[i]), st
@@ -261,7 +272,7 @@ def find_nodes_that_fit(
             alive = alive[keep]
             pos = pos[keep]
 
-    node_plugins = [p for p in framework.node_filter_plugins if p.name not in skip]
+    node_plugins = [p for p in runner.node_plugins if p.name not in skip]
     error: Status | None = None
     stop = n
     if not node_plugins:
@@ -279,7 +290,7 @@ def find_nodes_that_fit(
                 break
             view = views[slot]
             assert view is not None
-            st = framework.run_node_filters(state, pod, view)
+            st = run_filter_plugins(node_plugins, state, pod, view)
             if st.ok:
                 if len(found) == to_find:
                     stop = positions[i]
@@ -308,7 +319,7 @@ def find_nodes_that_fit(
         )
     search.next_start = (search.next_start + processed) % max(snapshot.num_nodes, 1)
     if error is not None:
-        raise SchedulingError(error)
+        raise _filter_error(error)
 
     _record_batch_rejections(
         framework,
