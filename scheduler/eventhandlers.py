@@ -96,15 +96,12 @@ class PodEventHandler:
         queue: SchedulingQueue[PodInfo],
         nominator: Nominator,
         scheduler_names: Collection[str],
-        on_pod_deleted: Callable[[PodInfo], None] | None = None,
         on_refused: Callable[[PodInfo, str], None] | None = None,
     ) -> None:
         self.cache = cache
         self.queue = queue
         self.nominator = nominator
         self.scheduler_names = frozenset(scheduler_names)
-        # preemption listens for deletes of victims it is waiting for
-        self.on_pod_deleted = on_pod_deleted
         # tells a pending pod why it will not be placed (event + PodScheduled=False)
         self.on_refused = on_refused
 
@@ -191,8 +188,6 @@ class PodEventHandler:
             self._activate_nominees(pod)
         elif self.responsible_for(pod):
             self.queue.delete(pod)
-        if self.on_pod_deleted is not None:
-            self.on_pod_deleted(pod)
 
 
 def raw_pod_summary(raw: Any) -> tuple[str, str, str, str, str]:

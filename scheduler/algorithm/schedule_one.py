@@ -41,7 +41,7 @@ from scheduler.cache.snapshot import Snapshot
 from scheduler.framework import filter_runner
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.diagnosis import Diagnosis, FitError, ScheduleResult
-from scheduler.framework.filter_runner import run_filter_plugins
+from scheduler.framework.filter_runner import active, run_filter_plugins
 from scheduler.framework.handle import NominatedPods
 from scheduler.framework.interfaces import (
     BatchFilterPlugin,
@@ -132,14 +132,13 @@ def _record_batch_rejections(
     all for most pods since e.g. NodePorts is skipped without host ports). A node holding
     nominations of priority >= the pod's is re-run whole, with the nominated pods added
     (upstream RunFilterPluginsWithNominatedPods), for the same reason."""
-    skip = state.skip_filter
     for position, slots, reasons, statuses in groups:
         overrides: dict[int, Status] = {}
         # the per-node plugins the profile places before the rejecting batch plugin
         earlier = [
             p
-            for p in framework.filter_runner.plugins[:position]
-            if p.name not in skip and not declares(p, BatchFilterPlugin)
+            for p in active(framework.filter_runner.plugins[:position], state)
+            if not declares(p, BatchFilterPlugin)
         ]
         if earlier:
             to_check = slots
@@ -216,7 +215,6 @@ def find_nodes_that_fit(
     to_find = num_feasible_nodes_to_find(framework.percentage_of_nodes_to_score, n)
     if not framework.score_plugins:
         to_find = 1  # upstream: without scoring, the first feasible node is the answer
-    skip = state.skip_filter
     runner = framework.filter_runner
     position = {p.name: i for i, p in enumerate(runner.plugins)}
     nominated = _nominated_slots(snapshot, pod, nominator)
@@ -226,8 +224,8 @@ def find_nodes_that_fit(
     batch_error: Status | None = None
     alive = order
     groups: list[tuple[int, IntArray, IntArray, Int32Array | None, list[Status]]] = []
-    for p in runner.batch_plugins:
-        if p.name in skip or len(alive) == 0:
+    for p in active(runner.batch_plugins, state):
+        if len(alive) == 0:
             continue
         res = p.filter_batch(state, pod, snapshot, alive)
         passed = res.passed
@@ -272,7 +270,7 @@ def find_nodes_that_fit(
             alive = alive[keep]
             pos = pos[keep]
 
-    node_plugins = [p for p in runner.node_plugins if p.name not in skip]
+    node_plugins = active(runner.node_plugins, state)
     error: Status | None = None
     stop = n
     if not node_plugins:

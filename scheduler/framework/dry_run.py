@@ -33,7 +33,7 @@ from collections.abc import Sequence
 
 from scheduler.cache.node_view import NodeView
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.filter_runner import FilterRunner, run_filter_plugins
+from scheduler.framework.filter_runner import FilterRunner, active, run_filter_plugins
 from scheduler.framework.handle import NominatedPods
 from scheduler.framework.interfaces import FilterPlugin, PreFilterExtensions
 from scheduler.framework.status import Code, Status
@@ -71,14 +71,9 @@ class DryRunPlan:
         self.pod = pod
         self.nominator = nominator
         # PreFilter's SKIP is final for the cycle (nothing later adds to skip_filter)
-        skip = state.skip_filter
-        self.filters: list[FilterPlugin] = [p for p in runner.plugins if p.name not in skip]
-        self.recheck: list[FilterPlugin] = [
-            p for p in runner.node_pods_dependent if p.name not in skip
-        ]
-        self.extensions: list[PreFilterExtensions] = [
-            p for p in runner.extensions if p.name not in skip
-        ]
+        self.filters: Sequence[FilterPlugin] = active(runner.plugins, state)
+        self.recheck: Sequence[FilterPlugin] = active(runner.node_pods_dependent, state)
+        self.extensions: Sequence[PreFilterExtensions] = active(runner.extensions, state)
         # The nodes holding pods nominated at priority >= the pod's (not the pod
         # itself), where Filter runs with the nominated-pods rule; elsewhere that rule
         # adds nothing. Nominations cannot change while the plan is used (within one
@@ -186,9 +181,12 @@ class NodeDryRun:
         on the node; before any passing filter(), the full Filter."""
         if not self._passed:
             return self.filter().code == _OK
-        return self._run(self._plan.recheck).code == _OK
+        if self._any_nominated:
+            return self._run(self._plan.recheck).code == _OK
+        # the common case, straight to the rule: a step per reprieved pod
+        return run_filter_plugins(self._plan.recheck, self.state, self.pod, self.view).code == _OK
 
-    def _run(self, plugins: list[FilterPlugin]) -> Status:
+    def _run(self, plugins: Sequence[FilterPlugin]) -> Status:
         if not self._any_nominated:
             return run_filter_plugins(plugins, self.state, self.pod, self.view)
         plan = self._plan

@@ -9,7 +9,8 @@ node (algorithm/schedule_one.py), the re-checks of batch rejections, preemption'
 (framework/dry_run.py) and explain (which calls those two).
 
 The rule:
-- the Filter plugins in profile order, those whose PreFilter said SKIP this cycle left out;
+- the Filter plugins in profile order, those whose PreFilter said SKIP this cycle left out
+  (`active`, worked out once per cycle by callers that ask for many nodes);
 - the first plugin that does not succeed decides the node's Status, named after it;
 - a Status that is neither SUCCESS nor a rejection (a plugin's internal error) becomes an
   ERROR worded as upstream's, `running "<plugin>" filter plugin: <message>`; what an ERROR
@@ -27,7 +28,7 @@ run's re-check set): the rule is the same over any subset in profile order.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import (
@@ -43,6 +44,13 @@ from scheduler.model.pod import PodInfo
 if TYPE_CHECKING:
     from scheduler.cache.node_view import NodeView
 
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+_P = TypeVar("_P", bound=_Named)
+
 _SUCCESS = Status.success()
 _OK = Code.SUCCESS
 _REJECTED = (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
@@ -54,14 +62,22 @@ class NominatedPodsForNode(Protocol):
     def nominated_pods_for_node(self, node_name: str, /) -> Iterable[PodInfo]: ...
 
 
+def active(plugins: Sequence[_P], state: CycleState) -> Sequence[_P]:
+    """The plugins this cycle runs: those whose PreFilter said SKIP left out, in profile
+    order. A cycle's skip set is final once PreFilter has run, so a caller that runs the
+    rule on many nodes works this out once."""
+    skip = state.skip_filter
+    if not skip:
+        return plugins
+    return [p for p in plugins if p.name not in skip]
+
+
 def run_filter_plugins(
     plugins: Sequence[FilterPlugin], state: CycleState, pod: PodInfo, view: NodeView
 ) -> Status:
-    """The first Status in profile order that is not SUCCESS, SUCCESS when none."""
-    skip = state.skip_filter
+    """The first Status in profile order that is not SUCCESS, SUCCESS when none.
+    `plugins` are the cycle's active ones (`active`)."""
     for p in plugins:
-        if p.name in skip:
-            continue
         st = p.filter(state, pod, view)
         if st.code != _OK:
             return decided_by(st, p.name)
@@ -107,7 +123,7 @@ class FilterRunner:
 
     def run(self, state: CycleState, pod: PodInfo, view: NodeView) -> Status:
         """upstream RunFilterPlugins: every Filter plugin on one node."""
-        return run_filter_plugins(self.plugins, state, pod, view)
+        return run_filter_plugins(active(self.plugins, state), state, pod, view)
 
     def add_pod(self, state: CycleState, pod: PodInfo, added: PodInfo, view: NodeView) -> Status:
         """upstream RunPreFilterExtensionAddPod: `added` now counts on `view`."""
@@ -122,10 +138,7 @@ class FilterRunner:
     def _run_extensions(
         self, adding: bool, state: CycleState, pod: PodInfo, other: PodInfo, view: NodeView
     ) -> Status:
-        skip = state.skip_filter
-        for p in self.extensions:
-            if p.name in skip:
-                continue
+        for p in active(self.extensions, state):
             run = p.add_pod if adding else p.remove_pod
             st = run(state, pod, other, view)
             if st.code != _OK:
@@ -170,11 +183,12 @@ class FilterRunner:
         nominator: NominatedPodsForNode | None,
         plugins: Sequence[FilterPlugin] | None = None,
     ) -> Status:
-        """upstream RunFilterPluginsWithNominatedPods over `plugins` (all by default): the
+        """upstream RunFilterPluginsWithNominatedPods over `plugins` (the cycle's active
+        ones by default; a caller's subset must be active ones too): the
         pod must pass with the nominated pods of equal or higher priority added; if any
         were added, also without them (they may never arrive, and inter-pod affinity
         could depend on them)."""
-        run = self.plugins if plugins is None else plugins
+        run = active(self.plugins, state) if plugins is None else plugins
         added, s2, v2, st = self.add_nominated_pods(state, pod, view, nominator)
         if st.code != _OK:
             return st

@@ -253,54 +253,28 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin, EnqueueExtensions):
     # ------------------------------------------------------------------ PreEnqueue
 
     def pre_enqueue(self, pod: PodInfo) -> Status:
-        if not self._gate_closed(pod.uid):
+        """The gate: closed while the executor says the preemptor must wait
+        (PreemptionExecutor.is_gated, the one answer; this only asks)."""
+        if not self.executor.is_gated(pod.uid):
             return Status.success()
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (MSG_WAITING,), self.name)
 
-    def _gate_closed(self, uid: str) -> bool:
-        if not self.executor.is_gated(uid):
-            return False
-        last = self.executor.last_victim(uid)
-        if last is None:
-            return True  # still preempting the others
-        current = self.services.pod_lookup(last.uid)
-        if current is not None and not current.is_terminating:
-            return True
-        if not self.executor.is_running(uid):
-            self.executor.release(uid)  # the task ended and the cache caught up
-        return False
-
     # ------------------------------------------------------------------ events
 
-    def _after_victim_delete(self, pod: Any, old: Any, new: Any) -> Any:
-        last = self.executor.last_victim(pod.uid)
-        if not self.executor.is_gated(pod.uid):
-            return QUEUE
-        if last is not None and getattr(old, "uid", None) == last.uid:
-            return QUEUE
-        return SKIP
-
-    def _after_victim_update(self, pod: Any, old: Any, new: Any) -> Any:
-        if not self.executor.is_gated(pod.uid):
-            return QUEUE
-        last = self.executor.last_victim(pod.uid)
-        if (
-            last is not None
-            and getattr(new, "uid", None) == last.uid
-            and getattr(new, "deletion_timestamp", None) is not None
-        ):
-            return QUEUE
-        return SKIP
+    def _gate_opened(self, pod: Any, old: Any, new: Any) -> Any:
+        """A pod this plugin's gate held comes back when an assigned pod's change (a
+        victim deleted, or given its deletionTimestamp) has opened the gate: the
+        informer updates the cache before the hints run, so the executor's answer
+        already sees the change."""
+        return SKIP if self.executor.is_gated(pod.uid) else QUEUE
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """Gated preemptors are re-checked when an assigned pod is deleted or updated
         (a victim getting its deletionTimestamp is an update)."""
         return [
-            event(EventResource.ASSIGNED_POD, ActionType.DELETE, self._after_victim_delete),
+            event(EventResource.ASSIGNED_POD, ActionType.DELETE, self._gate_opened),
             event(
-                EventResource.ASSIGNED_POD,
-                ActionType.UPDATE_POD_GENERATED,
-                self._after_victim_update,
+                EventResource.ASSIGNED_POD, ActionType.UPDATE_POD_GENERATED, self._gate_opened
             ),
         ]
 

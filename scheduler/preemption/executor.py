@@ -23,9 +23,13 @@ One task per preemption (KEP-4832's "goroutine"), steps in the contract's order:
 7. the preemptor is always re-activated when the task ends (k/k #141694: upstream waits
    for victim delete events, which may never come when the last victim was already gone).
    After a success the PreEnqueue gate still holds it until the cache shows every
-   victim it preempted terminating or gone (`release`; upstream watches the last one
+   victim it preempted terminating or gone (`is_gated`; upstream watches the last one
    only): the DELETE's answer comes before the informer's update, and a retry in
    between would see a victim running and decide a second preemption.
+
+When a preemptor comes back is answered in one place, `is_gated`, a read over this
+executor's state and the cache: DefaultPreemption's PreEnqueue and queueing hints only
+ask it, and only the executor's own steps change that state.
 
 Victims already terminating get no call. A victim whose DELETE another preemptor has in
 flight is not deleted again: the second task waits for the first call's outcome; one
@@ -163,7 +167,7 @@ class PreemptionExecutor:
         writer: PodWriter,
         events: EventSink,
         *,
-        pod_lookup: Callable[[str], PodInfo | None] | None = None,
+        pod_lookup: Callable[[str], PodInfo | None],
         metrics: SchedulerMetrics | None = None,
         settings: ExecutorSettings | None = None,
         clock: Clock = SYSTEM_CLOCK,
@@ -177,8 +181,7 @@ class PreemptionExecutor:
         # handled as that call's failure: the task fails, the preemptor is requeued)
         self._fence = fence or (lambda operation: True)
         self._events = events
-        # uid -> the pod as the cache shows it now (None: gone); without it only the
-        # last victim is watched (by the gate's own lookup)
+        # uid -> the pod as the cache shows it now (None: gone): the gate's eyes
         self._pod_lookup = pod_lookup
         self._metrics = metrics
         self.settings = settings or ExecutorSettings()
@@ -213,51 +216,43 @@ class PreemptionExecutor:
         return uid in self._running
 
     def is_gated(self, uid: str) -> bool:
-        """The preemptor must not be retried yet: its task runs and has victims to
-        preempt (before the last victim is recorded, or while that victim is still
-        there) or its own status patch is on its way, or its task succeeded and a
-        victim it preempted may still show as running in the cache (see `release`)."""
+        """The one answer to "may this preemptor be tried again now?": DefaultPreemption's
+        PreEnqueue and its queueing hints only ask this. Gated while its task runs and
+        its own status patch is on its way, or it has victims to preempt and the victim
+        recorded last (step 4) is not recorded yet or still shows running in the cache;
+        after a successful task, while a victim it preempted still shows running (for at
+        most `issued_delete_ttl`: an informer that never tells must not hold it forever).
+        A read: the executor's state changes only in its own steps (start, the task,
+        finish)."""
         p = self._running.get(uid)
         if p is not None:
-            return p.gated or p.status_pending
-        self._prune_deleted()
-        return uid in self._awaiting and self._outstanding(uid) is not None
+            if p.status_pending:
+                return True
+            if not p.gated:
+                return False
+            return p.last_victim is None or self._still_running(p.last_victim)
+        return self._first_outstanding(uid) is not None
 
     def last_victim(self, uid: str) -> PodInfo | None:
         """The victim the gate watches: while the task runs, the one recorded in step 4
-        once the others were preempted; after a successful task, until `release`, a
-        preempted victim the cache still shows running (the last one when no cache
-        lookup was given)."""
+        once the others were preempted; after a successful task, the first victim it
+        preempted that the cache still shows running."""
         p = self._running.get(uid)
         if p is not None:
             return p.last_victim
-        if uid not in self._awaiting:
-            return None
-        return self._outstanding(uid)
+        return self._first_outstanding(uid)
 
-    def _outstanding(self, uid: str) -> PodInfo | None:
-        victims, ended = self._awaiting[uid]
-        if self._pod_lookup is None:
-            return victims[-1] if victims else None
-        left = tuple(v for v in victims if _still_running(self._pod_lookup(v.uid)))
-        if not left:
-            del self._awaiting[uid]
+    def _first_outstanding(self, uid: str) -> PodInfo | None:
+        awaited = self._awaiting.get(uid)
+        if awaited is None:
             return None
-        if len(left) != len(victims):
-            self._awaiting[uid] = (left, ended)
-        return left[0]
+        victims, ended = awaited
+        if ended < self._clock.now() - self.settings.issued_delete_ttl:
+            return None
+        return next((v for v in victims if self._still_running(v)), None)
 
-    def release(self, uid: str) -> None:
-        """The gate saw the watched victim of a finished task gone or terminating in
-        the cache. With a cache lookup the preemptor stays gated while another victim
-        it preempted still shows running; else it may be retried now. Until then a
-        successful task keeps it gated, because a DELETE's answer comes before the
-        informer shows the victim's deletionTimestamp; a retry in between would find
-        the victim still running and preempt again."""
-        if self._pod_lookup is not None and uid in self._awaiting:
-            self._outstanding(uid)
-            return
-        self._awaiting.pop(uid, None)
+    def _still_running(self, victim: PodInfo) -> bool:
+        return _still_running(self._pod_lookup(victim.uid))
 
     def delete_issued(self, uid: str) -> bool:
         """A DELETE for this victim is in flight or succeeded recently."""
@@ -282,6 +277,7 @@ class PreemptionExecutor:
         uid = decision.preemptor.uid
         if uid in self._running:
             raise RuntimeError(f"a preemption for {decision.preemptor.key} is already running")
+        self._prune()
         self._awaiting.pop(uid, None)
         self._reactivations.cancel(uid)
         gated = any(self.needs_call(v) for v in decision.victims)
@@ -315,6 +311,7 @@ class PreemptionExecutor:
         preemptor = decision.preemptor
         if self._running.get(preemptor.uid) is p:
             del self._running[preemptor.uid]
+        self._prune()
         self._await_last_victim(p, result)
         self._set_goroutines()
         if self._metrics is not None:
@@ -507,13 +504,15 @@ class PreemptionExecutor:
             related=pod_ref(pre.namespace, pre.name, pre.uid, pre.resource_version),
         )
 
-    def _prune_deleted(self) -> None:
+    def _prune(self) -> None:
+        """Forget what no longer gates anyone (called from the executor's own steps):
+        issued DELETEs past their ttl, failure counts past it, and finished tasks'
+        victim lists whose victims all left or whose ttl ran out (a preemptor deleted
+        while awaiting them, or an informer that never told)."""
         self._evictions.prune()
         horizon = self._clock.now() - self.settings.issued_delete_ttl
         self._reactivations.prune(horizon)
-        # a preemptor deleted while awaiting its last victim, or an informer that never
-        # told: the gate opens after the same horizon
-        for uid in [u for u, (_, t) in self._awaiting.items() if t < horizon]:
+        for uid in [u for u in self._awaiting if self._first_outstanding(u) is None]:
             del self._awaiting[uid]
 
     # ------------------------------------------------------------------ shutdown

@@ -14,7 +14,7 @@ from scheduler.cache import Nominator
 from scheduler.explain.evaluation import DryRunner
 from scheduler.framework import CycleState, FitError, filter_runner
 from scheduler.framework.dry_run import NodeDryRun
-from scheduler.framework.filter_runner import FilterRunner, run_filter_plugins
+from scheduler.framework.filter_runner import FilterRunner, active, run_filter_plugins
 from scheduler.framework.status import Code, Status
 from tests.unit.builders import make_framework, make_node, make_pod, make_snapshot
 from tests.unit.test_preemption_plugin import high, world
@@ -57,9 +57,11 @@ def test_the_first_status_in_profile_order_decides_and_skipped_plugins_do_not_ru
     later = Scripted("Later", Status.unresolvable("later says no"))
     state = CycleState()
     state.skip_filter.add("Skipped")
-    st = run_filter_plugins([skipped, first, later], state, make_pod("p").obj(), _view())
+    runner = FilterRunner([skipped, first, later], [])  # type: ignore[list-item]
+    st = runner.run(state, make_pod("p").obj(), _view())
     assert (st.code, st.reasons, st.plugin) == (Code.UNSCHEDULABLE, ("first says no",), "First")
     assert (skipped.calls, first.calls, later.calls) == (0, 1, 0)
+    assert active(runner.plugins, state) == [first, later]
 
 
 @pytest.mark.parametrize("code", [Code.ERROR, Code.WAIT, Code.SKIP])

@@ -100,8 +100,13 @@ class Harness:
     clock: FakeClock
     activation: asyncio.Event  # set at each activation
     handle: Any = None  # the preemptor's framework handle, as DefaultPreemption passes it
+    # the cache as the executor's gate sees it (uid -> pod), unless the test gave its own
+    # lookup: a started decision's victims show there as the informer had them
+    cache: dict[str, PodInfo] = field(default_factory=dict)
 
     def start(self, d: Decision, message: str = "") -> asyncio.Task[bool]:
+        for victim in d.victims:
+            self.cache.setdefault(victim.uid, victim)
         return self.executor.start(d, message, self.handle)
 
     def sample(self, name: str, **labels: str) -> float | None:
@@ -138,10 +143,11 @@ def harness(
             activated.append([p.name for p in pods])
             activation.set()
 
+    cache: dict[str, PodInfo] = {}
     ex = PreemptionExecutor(
         api,
         events,
-        pod_lookup=pod_lookup,
+        pod_lookup=pod_lookup if pod_lookup is not None else cache.get,
         metrics=metrics,
         settings=ExecutorSettings(
             max_parallel_victims=max_parallel, retry_initial=retry_initial, retry_max=retry_max
@@ -149,7 +155,7 @@ def harness(
         clock=clock,
     )
     return Harness(
-        api, events, metrics, ex, activated, waiting, clock, activation, FrameworkHandle()
+        api, events, metrics, ex, activated, waiting, clock, activation, FrameworkHandle(), cache
     )
 
 
@@ -232,16 +238,20 @@ async def test_the_last_victim_is_recorded_before_it_is_preempted() -> None:
             seen.append((h.executor.last_victim(PREEMPTOR.uid), h.executor.is_gated(PREEMPTOR.uid)))
 
     h.api.on_call = on_call
-    last = pod("last", 1)
-    await h.start(decision([pod("v1", 2), last]))
+    v1, last = pod("v1", 2), pod("last", 1)
+    await h.start(decision([v1, last]))
     assert seen[0] == (None, True)  # while the others run, nothing is recorded
     assert seen[-1] == (last, True)
-    # after a success the last victim stays recorded, and the preemptor gated, until the
-    # gate sees it leave the cache (release): the informer lags behind the DELETE
+    # after a success the preemptor stays gated until the cache shows every victim it
+    # preempted leaving (the informer lags behind the DELETEs); the gate watches the
+    # first one still showing
     assert not h.executor.is_running(PREEMPTOR.uid)
+    assert h.executor.last_victim(PREEMPTOR.uid) == v1
+    assert h.executor.is_gated(PREEMPTOR.uid)
+    h.cache[v1.uid] = replace(v1, deletion_timestamp=1.0)  # the informer's update
     assert h.executor.last_victim(PREEMPTOR.uid) == last
     assert h.executor.is_gated(PREEMPTOR.uid)
-    h.executor.release(PREEMPTOR.uid)
+    del h.cache[last.uid]  # the informer's delete
     assert h.executor.last_victim(PREEMPTOR.uid) is None
     assert not h.executor.is_gated(PREEMPTOR.uid)
 
@@ -572,8 +582,6 @@ async def test_after_success_every_preempted_victim_must_be_seen_leaving() -> No
     cache[shared.uid] = replace(shared, deletion_timestamp=1.0)
     assert h.executor.is_gated(PREEMPTOR.uid)  # v1, deleted by this task, still shows
     assert h.executor.last_victim(PREEMPTOR.uid) == v1
-    h.executor.release(PREEMPTOR.uid)  # a gate that looked at "shared" only opens nothing
-    assert h.executor.is_gated(PREEMPTOR.uid)
     del cache[v1.uid]  # v1 gone
     assert not h.executor.is_gated(PREEMPTOR.uid)
     assert h.executor.last_victim(PREEMPTOR.uid) is None

@@ -139,7 +139,7 @@ def world(
             if "q" in holder:
                 holder["q"].activate(pods)
 
-    executor = PreemptionExecutor(api, Events(), metrics=metrics)
+    executor = PreemptionExecutor(api, Events(), pod_lookup=cache.get_pod, metrics=metrics)
     services = PreemptionServices(
         executor=executor,
         own_schedulers=own,
@@ -303,7 +303,24 @@ async def test_gate_closed_while_preempting_open_once_the_last_victim_goes() -> 
     assert w.plugin.pre_enqueue(pod).ok
     gate.set()
     await asyncio.gather(*w.executor._tasks)
+    # the task succeeded: now every victim it preempted must be seen leaving (the
+    # DELETEs' answers came before the informer's updates)
+    victims = _victims_showing(w, pod)
+    assert victims and not w.plugin.pre_enqueue(pod).ok
+    for victim in victims:
+        w.cache.remove_pod(victim)
     assert w.plugin.pre_enqueue(pod).ok
+
+
+def _victims_showing(w: World, pod: PodInfo) -> list[PodInfo]:
+    """The preemptor's victims the cache still shows (the fake API deletes nothing)."""
+    out = []
+    while (victim := w.executor.last_victim(pod.uid)) is not None:
+        out.append(victim)
+        w.cache.update_pod(victim, replace(victim, deletion_timestamp=1.0))
+    for victim in out:
+        w.cache.update_pod(replace(victim, deletion_timestamp=1.0), victim)
+    return out
 
 
 async def test_every_victim_already_terminating_gates_only_until_the_status_is_written() -> None:
@@ -320,7 +337,9 @@ async def test_every_victim_already_terminating_gates_only_until_the_status_is_w
     assert [v for v, _ in w.api.calls] == ["patch"]
 
 
-async def test_hints_requeue_a_gated_preemptor_only_for_its_last_victim() -> None:
+async def test_hints_requeue_a_gated_preemptor_only_once_the_gate_is_open() -> None:
+    # the informer updates the cache before the queue runs the hints: each step below
+    # changes the cache first, as the informer would, then asks the hint
     w = world(nodes=1)
     w.api.hold[("delete", "v0-0")] = gate = asyncio.Event()
     pod = high()
@@ -328,24 +347,29 @@ async def test_hints_requeue_a_gated_preemptor_only_for_its_last_victim() -> Non
     (on_delete, on_update) = w.plugin.events_to_register()
     assert on_delete.event.resource == EventResource.ASSIGNED_POD
     assert on_delete.hint is not None and on_update.hint is not None
-    other = w.cache.get_pod(next(iter(w.cache.new_snapshot().get("n0").pods)))  # type: ignore[union-attr]
-    assert other is not None
-    assert on_delete.hint(pod, other, None) is QueueingHint.SKIP  # nothing recorded yet
+    stranger = low("stranger", "n0")
+    assert on_delete.hint(pod, stranger, None) is QueueingHint.SKIP  # nothing recorded yet
     await w.api.reached("delete", "v0-0")
     last = w.executor.last_victim(pod.uid)
     assert last is not None
-    stranger = low("stranger", "n0")
     assert on_delete.hint(pod, stranger, None) is QueueingHint.SKIP
-    assert on_delete.hint(pod, last, None) is QueueingHint.QUEUE
     assert on_update.hint(pod, last, last) is QueueingHint.SKIP
-    assert on_update.hint(pod, last, replace(last, deletion_timestamp=1.0)) is QueueingHint.QUEUE
+    terminating = replace(last, deletion_timestamp=1.0)
+    w.cache.update_pod(last, terminating)
+    assert on_update.hint(pod, last, terminating) is QueueingHint.QUEUE
+    w.cache.update_pod(terminating, last)
     gate.set()
     await asyncio.gather(*w.executor._tasks)
-    # the task ended but the cache still shows the last victim: still gated
-    assert on_delete.hint(pod, stranger, None) is QueueingHint.SKIP
-    assert on_update.hint(pod, last, replace(last, deletion_timestamp=1.0)) is QueueingHint.QUEUE
-    w.cache.remove_pod(last)
-    assert w.plugin.pre_enqueue(pod).ok  # the gate sees it gone and releases the preemptor
+    # the task ended but the cache still shows its victims: still gated, whichever
+    # assigned pod changes, until the last of them is seen leaving
+    victims = _victims_showing(w, pod)
+    assert len(victims) == 3
+    for i, victim in enumerate(victims):
+        assert on_delete.hint(pod, stranger, None) is QueueingHint.SKIP
+        w.cache.remove_pod(victim)
+        expected = QueueingHint.QUEUE if i == len(victims) - 1 else QueueingHint.SKIP
+        assert on_delete.hint(pod, victim, None) is expected
+    assert w.plugin.pre_enqueue(pod).ok
     assert on_delete.hint(pod, stranger, None) is QueueingHint.QUEUE  # not gated any more
 
 
@@ -427,11 +451,14 @@ async def test_queue_after_success_the_gate_waits_for_the_informer_to_show_the_v
     await asyncio.gather(*w.executor._tasks)
     assert w.activated[-1] == "hi"
     assert q.where(pod.uid) == GATED
-    last = w.executor.last_victim(pod.uid)
-    assert last is not None
-    terminating = replace(last, deletion_timestamp=1.0)
-    w.cache.update_pod(last, terminating)
-    q.assigned_pod_updated(last, terminating)
+    # each victim's update reaches the queue; the last one seen leaving opens the gate
+    victims = _victims_showing(w, pod)
+    assert len(victims) == 3
+    for victim in victims:
+        assert q.where(pod.uid) == GATED
+        terminating = replace(victim, deletion_timestamp=1.0)
+        w.cache.update_pod(victim, terminating)
+        q.assigned_pod_updated(victim, terminating)
     assert q.where(pod.uid) in (ACTIVE, BACKOFF)
     assert not w.executor.is_gated(pod.uid)
 
@@ -467,7 +494,7 @@ async def test_async_mode_settle_returns_at_once() -> None:
 
 def test_factory_rejects_foreign_args() -> None:
     services = PreemptionServices(
-        executor=PreemptionExecutor(Api(), Events()),
+        executor=PreemptionExecutor(Api(), Events(), pod_lookup=lambda uid: None),
         own_schedulers=frozenset(),
         pod_lookup=lambda uid: None,
     )
