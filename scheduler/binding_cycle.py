@@ -40,7 +40,7 @@ from scheduler.scheduling_failure import (
 )
 from scheduler.supervisor import TaskGroup
 
-log = logging.getLogger("scheduler.loop")
+log = logging.getLogger(__name__)
 
 FENCED_BIND = "create pods/binding"
 # upstream's clearNominatedNode: every binding-cycle failure clears nominatedNodeName

@@ -17,7 +17,7 @@ from scheduler.client.informer import Informer, Resource
 from scheduler.framework.handle import InMemoryListers
 from scheduler.model import namespace_from_dict
 from scheduler.model.pdb import PDBInfo, pdb_from_dict
-from scheduler.storage_informers import EventSink, storage_informers
+from scheduler.storage_informers import ClusterEventReceiver, storage_informers
 from scheduler.workload_selectors import (
     WorkloadSelectors,
     replica_set_from_dict,
@@ -64,7 +64,7 @@ def lister_informers(
     connection: Connection,
     listers: InMemoryListers,
     workloads: WorkloadSelectors,
-    queue: EventSink,
+    queue: ClusterEventReceiver,
 ) -> list[Informer[Any]]:
     ls = listers
     wl = workloads

@@ -32,7 +32,7 @@ from scheduler.model import PodInfo
 from scheduler.queue import QueuedPodInfo, SchedulingQueue
 from scheduler.status_writer import StatusWriter
 
-log = logging.getLogger("scheduler.loop")
+log = logging.getLogger(__name__)
 
 RESULT_SCHEDULED = "scheduled"
 RESULT_UNSCHEDULABLE = "unschedulable"

@@ -32,6 +32,7 @@ from scheduler.client.errors import ApiError, LeaseNotHeld, NotFound
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model import PodInfo
 from scheduler.supervisor import TaskGroup
+from scheduler.timestamps import rfc3339
 
 __all__ = ["StatusWriter", "WantedStatus", "needs_update"]
 
@@ -71,10 +72,6 @@ def needs_update(pod: PodInfo, wanted: WantedStatus) -> bool:
         and current.message == wanted.message
     )
     return nominated_changes or not condition_same
-
-
-def _rfc3339(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _utcnow() -> dt.datetime:
@@ -174,7 +171,7 @@ class StatusWriter:
         current = pod.condition(POD_SCHEDULED)
         if current is None or current.status != "False":
             # a transition: upstream stamps it; otherwise the server keeps the old time
-            condition["lastTransitionTime"] = _rfc3339(self._wall())
+            condition["lastTransitionTime"] = rfc3339(self._wall())
         status: dict[str, Any] = {"conditions": [condition]}
         if wanted.nominated is not None and wanted.nominated != pod.nominated_node_name:
             status["nominatedNodeName"] = wanted.nominated or None

@@ -38,7 +38,9 @@ _ListerWrite = Callable[[Any], object]
 _StorageKind = tuple[Resource, Callable[[Any], Any], EventResource, _ListerWrite, _ListerWrite]
 
 
-class EventSink(Protocol):
+class ClusterEventReceiver(Protocol):
+    """Where a storage object's change goes as a cluster event (the scheduling queue)."""
+
     def move_all_to_active_or_backoff(
         self, event: ClusterEvent, old: Any = None, new: Any = None
     ) -> int: ...
@@ -52,7 +54,7 @@ class StorageFeed:
         resource: EventResource,
         put: _ListerWrite,
         drop: _ListerWrite,
-        sink: Callable[[], EventSink | None],
+        sink: Callable[[], ClusterEventReceiver | None],
     ) -> None:
         self.resource = resource  # the kind of ClusterEvent it reports
         self._put = put
@@ -81,7 +83,7 @@ class StorageFeed:
 
 
 def storage_informers(
-    connection: Connection, ls: InMemoryListers, sink: Callable[[], EventSink | None]
+    connection: Connection, ls: InMemoryListers, sink: Callable[[], ClusterEventReceiver | None]
 ) -> list[Informer[Any]]:
     """`sink` is looked up per event (the queue may be built after the informers)."""
     kinds: list[_StorageKind] = [

@@ -54,8 +54,8 @@ __all__ = [
     "NORMAL",
     "WARNING",
     "EventAggregator",
+    "EventApi",
     "EventRecorder",
-    "EventSink",
     "ObjectRef",
     "RecorderStatistics",
     "SeriesEntry",
@@ -101,8 +101,8 @@ def pod_ref(namespace: str, name: str, uid: str = "", resource_version: str = ""
     return ObjectRef("Pod", namespace, name, uid, resource_version=resource_version)
 
 
-class EventSink(Protocol):
-    """What the recorder writes through; the Dispatcher is one."""
+class EventApi(Protocol):
+    """The API calls the recorder writes events with; the Dispatcher is one."""
 
     async def create_event(self, event: dict[str, Any]) -> dict[str, Any]: ...
 
@@ -281,7 +281,7 @@ class EventRecorder:
 
     def __init__(
         self,
-        sink: EventSink,
+        sink: EventApi,
         *,
         reporting_instance: str,
         reporting_controller: str | None = None,

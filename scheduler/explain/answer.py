@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Container, Mapping
 from typing import Any
 
-from scheduler.explain.attempts import Attempt, rfc3339
+from scheduler.explain.attempts import Attempt
 from scheduler.explain.evaluation import Now, Plan
 from scheduler.explain.pages import NodePage
 from scheduler.framework.status import Status
+from scheduler.timestamps import rfc3339
 
 __all__ = ["attempt_dict", "now_dict", "plan_dict", "verdicts"]
 

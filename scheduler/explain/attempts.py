@@ -8,7 +8,6 @@ when someone asks for the per-node list.
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -18,16 +17,12 @@ from scheduler.framework.diagnosis import FitError
 from scheduler.framework.status import Status
 from scheduler.model.pod import PodInfo
 
-__all__ = ["MAX_NODE_ENTRIES", "MAX_REMEMBERED", "Attempt", "AttemptLog", "rfc3339"]
+__all__ = ["MAX_NODE_ENTRIES", "MAX_REMEMBERED", "Attempt", "AttemptLog"]
 
 MAX_REMEMBERED = 10_000  # pods whose last attempt is kept (oldest forgotten first)
 # node statuses kept over all attempts: about 40 MB at most (a pointer pair per entry in
 # the shared maps; the Status objects themselves are shared by many nodes)
 MAX_NODE_ENTRIES = 1_000_000
-
-
-def rfc3339(moment: float) -> str:
-    return dt.datetime.fromtimestamp(moment, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 
 from scheduler.cache.node_view import NodeView
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.filter_runner import FilterRunner, active, run_filter_plugins
+from scheduler.framework.filter_runner import FilterRunner, active, passes, run_filter_plugins
 from scheduler.framework.handle import NominatedPods
 from scheduler.framework.interfaces import FilterPlugin, PreFilterExtensions
 from scheduler.framework.status import Code, Status
@@ -183,8 +183,8 @@ class NodeDryRun:
             return self.filter().code == _OK
         if self._any_nominated:
             return self._run(self._plan.recheck).code == _OK
-        # the common case, straight to the rule: a step per reprieved pod
-        return run_filter_plugins(self._plan.recheck, self.state, self.pod, self.view).code == _OK
+        # the common case, the rule's verdict alone: a step per reprieved pod
+        return passes(self._plan.recheck, self.state, self.pod, self.view)
 
     def _run(self, plugins: Sequence[FilterPlugin]) -> Status:
         if not self._any_nominated:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from scheduler.clock import SYSTEM_CLOCK, Clock
+from scheduler.framework.nominated_pods import NominatedPods as NominatedPods  # re-exported
 from scheduler.framework.waiting_pods import WaitingPods
 from scheduler.model.csi import (
     CSIDriverInfo,
@@ -79,14 +80,6 @@ class WorkloadSelectorLister(Protocol):
 
 # bind(pod, node_name): performs the API call; raises on failure
 Binder = Callable[[PodInfo, str], Awaitable[None]]
-
-
-class NominatedPods(Protocol):
-    """The nominator as plugins see it: read only (the loop is its only writer)."""
-
-    def nominated_pods_for_node(self, node_name: str, /) -> Iterable[PodInfo]: ...
-    def nominated_node(self, pod: PodInfo, /) -> str | None: ...
-    def nodes_with_nominations(self) -> Mapping[str, Mapping[str, PodInfo]]: ...
 
 
 class PodActivator(Protocol):

@@ -21,7 +21,7 @@ from scheduler.client.connection import Connection
 from scheduler.client.dispatcher import Dispatcher
 from scheduler.client.errors import NotFound
 from scheduler.metrics import PolicyMetrics
-from scheduler.policy.status import StatusWriter
+from scheduler.policy.status import PolicyStatusWriter
 from scheduler.policy.store import PolicyStore
 from scheduler.policy.sync import PolicySync
 from scheduler.policy.watcher import PolicyWatcher
@@ -62,7 +62,7 @@ class PolicyRuntime:
 
         self.sync.on_current = became_current
         metrics.synced.set_function(lambda: 1.0 if self.sync.current else 0.0)
-        self.status = StatusWriter(
+        self.status = PolicyStatusWriter(
             self.store,
             self._patch_status,
             is_leader,

@@ -21,8 +21,9 @@ from typing import Any
 from scheduler.metrics import PolicyMetrics
 from scheduler.policy.spec import GROUP, PLURAL, VERSION
 from scheduler.policy.store import PolicyState, PolicyStore
+from scheduler.timestamps import rfc3339
 
-__all__ = ["StatusWriter", "status_body"]
+__all__ = ["PolicyStatusWriter", "status_body"]
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ Patch = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(dt.datetime.now(dt.UTC))
 
 
 def status_body(state: PolicyState, transition_time: str) -> dict[str, Any]:
@@ -57,7 +58,7 @@ def status_body(state: PolicyState, transition_time: str) -> dict[str, Any]:
     return {"status": status}
 
 
-class StatusWriter:
+class PolicyStatusWriter:
     def __init__(
         self,
         store: PolicyStore,

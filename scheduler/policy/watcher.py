@@ -6,7 +6,7 @@ Replaces an embedded kopf operator, which fell short of what a protection needs
 once the CRD is gone; handlers are not told when the initial listing is complete; it
 logs in through a kubeconfig parser of its own, without exec plugins or token files).
 What kopf did for us is kept elsewhere already: validation is the store's (a Ready=False
-condition), status is the StatusWriter's, through the scheduler's dispatcher.
+condition), status is the PolicyStatusWriter's, through the scheduler's dispatcher.
 
 - The list and watch are the project's Informer (pages, resourceVersions, 410, backoff)
   with `relist_after_error`: any failure is followed by a fresh LIST, so the view is

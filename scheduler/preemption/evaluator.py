@@ -33,12 +33,13 @@ from __future__ import annotations
 import logging
 import math
 import random
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from scheduler.config.args import SCOPE_ALL, DefaultPreemptionArgs
 from scheduler.framework.diagnosis import fit_error_message, status_histogram
+from scheduler.framework.nominated_pods import NominatedPods
 from scheduler.framework.status import Code, Status
 from scheduler.model.pdb import PDBInfo
 from scheduler.model.pod import PREEMPT_NEVER, PodInfo
@@ -97,12 +98,6 @@ class NodeLookup(Protocol):
     """The cycle's snapshot (cache.Snapshot), or a dict of name -> node in tests."""
 
     def get(self, node_name: str, /) -> NodeLike | None: ...
-
-
-class NominatedPods(Protocol):
-    """The nominator's read side (cache.Nominator)."""
-
-    def nominated_pods_for_node(self, node_name: str, /) -> Iterable[PodInfo]: ...
 
 
 class DryRun(Protocol):

@@ -74,9 +74,9 @@ from scheduler.preemption.victim_evictions import (
     FENCED_PATCH,
     PodWriter,
     VictimEvictions,
-    rfc3339,
 )
 from scheduler.supervisor import TaskGroup
+from scheduler.timestamps import rfc3339
 
 __all__ = [
     "RESULT_ERROR",

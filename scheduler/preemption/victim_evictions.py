@@ -25,8 +25,9 @@ from scheduler.model.pod import (
     REASON_PREEMPTION_BY_SCHEDULER,
     PodInfo,
 )
+from scheduler.timestamps import rfc3339
 
-log = logging.getLogger("scheduler.preemption.executor")
+log = logging.getLogger(__name__)
 
 FENCED_PATCH = "patch pods/status"
 FENCED_DELETE = "delete pods"
@@ -47,10 +48,6 @@ class PodWriter(Protocol):
         uid: str | None = None,
         grace_period_seconds: int | None = None,
     ) -> dict[str, Any]: ...
-
-
-def rfc3339(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class VictimEvictions:

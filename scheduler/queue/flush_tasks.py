@@ -8,7 +8,7 @@ import enum
 import logging
 from collections.abc import Callable, Sequence
 
-log = logging.getLogger("scheduler.queue.scheduling_queue")
+log = logging.getLogger(__name__)
 
 
 class QueueState(enum.Enum):

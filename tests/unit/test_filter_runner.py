@@ -14,7 +14,12 @@ from scheduler.cache import Nominator
 from scheduler.explain.evaluation import DryRunner
 from scheduler.framework import CycleState, FitError, filter_runner
 from scheduler.framework.dry_run import NodeDryRun
-from scheduler.framework.filter_runner import FilterRunner, active, run_filter_plugins
+from scheduler.framework.filter_runner import (
+    FilterRunner,
+    active,
+    passes,
+    run_filter_plugins,
+)
 from scheduler.framework.status import Code, Status
 from tests.unit.builders import make_framework, make_node, make_pod, make_snapshot
 from tests.unit.test_preemption_plugin import high, world
@@ -74,6 +79,17 @@ def test_a_status_that_is_not_a_rejection_is_the_plugins_error_in_upstreams_word
     st = run_filter_plugins([odd], CycleState(), make_pod("p").obj(), _view())
     assert st.code == Code.ERROR and st.plugin == "Odd"
     assert st.message() == 'running "Odd" filter plugin: boom'
+
+
+def test_the_verdict_alone_agrees_with_the_rule_over_every_outcome() -> None:
+    # `passes` is the rule's verdict without the Status (the dry run's reprieve steps)
+    codes = list(Code)
+    view, pod = _view(), make_pod("p").obj()
+    for a in codes:
+        for b in codes:
+            plugins = [Scripted("A", Status(a, ("a",))), Scripted("B", Status(b, ("b",)))]
+            full = run_filter_plugins(plugins, CycleState(), pod, view)
+            assert passes(plugins, CycleState(), pod, view) == (full.code == Code.SUCCESS)
 
 
 def test_an_add_pod_error_ends_the_nominated_pods_rule_in_upstreams_words() -> None:

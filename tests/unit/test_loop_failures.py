@@ -187,7 +187,7 @@ async def test_a_409_on_bind_is_logged_by_its_cause(
     queue.add(p)
     info = await queue.pop()
     assert info is not None
-    with caplog.at_level("INFO", logger="scheduler.loop"):
+    with caplog.at_level("INFO", logger="scheduler.binding_cycle"):
         loop.schedule_one(info)
         await loop.drain_binds(5.0)
     lines = [r.getMessage() for r in caplog.records if "bind conflict" in r.getMessage()]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from scheduler.policy.status import StatusWriter
+from scheduler.policy.status import PolicyStatusWriter
 from scheduler.policy.store import PolicyStore
 
 
@@ -30,7 +30,7 @@ class Recorder:
             raise self.fail("refused")
 
 
-async def _run_until(writer: StatusWriter, done: Any) -> None:
+async def _run_until(writer: PolicyStatusWriter, done: Any) -> None:
     task = asyncio.create_task(writer.run())
     try:
         for _ in range(200):
@@ -42,8 +42,8 @@ async def _run_until(writer: StatusWriter, done: Any) -> None:
         task.cancel()
 
 
-def _writer(store: PolicyStore, patch: Recorder, leader: list[bool]) -> StatusWriter:
-    w = StatusWriter(store, patch, lambda: leader[0], lambda e: isinstance(e, Gone), interval=0)
+def _writer(store: PolicyStore, patch: Recorder, leader: list[bool]) -> PolicyStatusWriter:
+    w = PolicyStatusWriter(store, patch, lambda: leader[0], lambda e: isinstance(e, Gone), interval=0)
     store.on_change = w.mark
     return w
 
