@@ -1,8 +1,9 @@
 """Plugin names (as upstream's) and kube-scheduler v1's default plugin set.
 
 The configuration loader resolves a profile's enabled/disabled lists against
-DEFAULT_MULTI_POINT; the framework then registers each multiPoint plugin at every
-extension point it implements (upstream's multiPoint expansion).
+DEFAULT_MULTI_POINT and expands multiPoint to every extension point a plugin implements
+(config/plugins.py, from DEFAULT_PLUGINS below); the framework then checks that each
+placed plugin's class declares that point's Protocol.
 """
 
 from __future__ import annotations

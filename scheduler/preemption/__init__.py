@@ -1,7 +1,9 @@
 """Preemption (KEP-4832, asynchronous by default): the pure evaluator that picks a node
 and victims inside the scheduling cycle, and the executor that makes the API calls in a
-background task. The DefaultPreemption plugin (scheduler.plugins.default_preemption)
-wires them into the framework.
+background task. The DefaultPreemption plugin (default_preemption.py, in this package:
+it needs the executor, which the in-tree plugins below it may not import) wires them
+into the framework; it runs Filter on node copies through the framework's FilterRunner
+(framework/dry_run.py).
 
 Public surface; the unit tests' in-memory stand-ins (ResourceFit, MemoryNominator) are in
 tests/unit/preemption_fakes.py.
