@@ -38,7 +38,7 @@ from scheduler.scheduling_failure import (
     RESULT_UNSCHEDULABLE,
     FailureHandler,
 )
-from scheduler.supervisor import TaskGroup
+from scheduler.supervisor import TaskSet
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ class BindingCycles:
         *,
         max_in_flight: int = 64,
         fence: Callable[[str], bool] | None = None,
-        tasks: TaskGroup | None = None,
+        tasks: TaskSet | None = None,
     ) -> None:
         self._failures = failures
         self._cache = failures.cache
@@ -106,7 +106,7 @@ class BindingCycles:
         self._slots = asyncio.Semaphore(max_in_flight)
         # leader-election fence (leader.LeaseFence.open): checked right before each bind
         self._fence = fence or (lambda operation: True)
-        self._tasks = tasks if tasks is not None else TaskGroup("binds")
+        self._tasks = tasks if tasks is not None else TaskSet("binds")
 
     def __len__(self) -> int:
         return len(self._tasks)

@@ -47,7 +47,7 @@ from scheduler.scheduling_failure import (
     result_of,
 )
 from scheduler.status_writer import StatusWriter
-from scheduler.supervisor import TaskGroup
+from scheduler.supervisor import TaskSet
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class SchedulingLoop:
         clock: Clock = SYSTEM_CLOCK,
         current_pod: Callable[[PodInfo], PodInfo | None] | None = None,
         fence: Callable[[str], bool] | None = None,
-        binds: TaskGroup | None = None,
+        binds: TaskSet | None = None,
     ) -> None:
         self.cache = cache
         self.queue = queue

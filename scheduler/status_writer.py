@@ -31,7 +31,7 @@ from typing import Any
 from scheduler.client.errors import ApiError, LeaseNotHeld, NotFound
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model import PodInfo
-from scheduler.supervisor import TaskGroup
+from scheduler.supervisor import TaskSet
 from scheduler.timestamps import rfc3339
 
 __all__ = ["StatusWriter", "WantedStatus", "needs_update"]
@@ -87,7 +87,7 @@ class StatusWriter:
         metrics: SchedulerMetrics | None = None,
         wall: Callable[[], dt.datetime] = _utcnow,
         is_pending: Callable[[PodInfo], bool] | None = None,
-        tasks: TaskGroup | None = None,
+        tasks: TaskSet | None = None,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be >= 1")
@@ -100,7 +100,7 @@ class StatusWriter:
         self._is_pending = is_pending or (lambda pod: True)
         self._in_flight: dict[str, WantedStatus] = {}  # uid -> what is being written
         self._waiting: OrderedDict[str, tuple[PodInfo, WantedStatus]] = OrderedDict()
-        self._tasks = tasks if tasks is not None else TaskGroup("status-writes")
+        self._tasks = tasks if tasks is not None else TaskSet("status-writes")
         self._idle = asyncio.Event()
         self._idle.set()
 

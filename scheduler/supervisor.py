@@ -6,7 +6,7 @@ Two kinds:
   process; a death is logged and fails /healthz.
 - short-lived tasks in named groups (`group`): the binding cycles, the preemption
   tasks, the status writes. A group tracks its tasks so shutdown can give them a grace
-  period and cancel the rest (`TaskGroup.drain`), in the order the app chooses.
+  period and cancel the rest (`TaskSet.drain`), in the order the app chooses.
 
 The informers, the scheduling loop, the leader elector, the event writer, the queue's
 flushes... each runs for the life of the process. asyncio keeps a task's exception to
@@ -30,7 +30,7 @@ from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-__all__ = ["Supervisor", "TaskDeath", "TaskGroup"]
+__all__ = ["Supervisor", "TaskDeath", "TaskSet"]
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +43,11 @@ class TaskDeath:
     reason: str
 
 
-class TaskGroup:
+class TaskSet:
     """Short-lived tasks of one kind (a bind per pod, a preemption per preemptor, a
-    status write per pod). The owner starts them here; shutdown drains them."""
+    status write per pod). The owner starts them here; shutdown drains them. Not
+    asyncio.TaskGroup: a task's failure cancels none of the others, and nothing awaits
+    the set as a whole but `drain`."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -83,17 +85,17 @@ class TaskGroup:
 
 class Supervisor:
     def __init__(self) -> None:
-        self._groups: dict[str, TaskGroup] = {}
+        self._groups: dict[str, TaskSet] = {}
         self._tasks: dict[str, asyncio.Task[Any]] = {}
         self._may_return: set[str] = set()
         self._deaths: list[TaskDeath] = []
         self._shutting_down = False
 
-    def group(self, name: str) -> TaskGroup:
+    def group(self, name: str) -> TaskSet:
         """The group `name` (created on first use)."""
         group = self._groups.get(name)
         if group is None:
-            group = self._groups[name] = TaskGroup(name)
+            group = self._groups[name] = TaskSet(name)
         return group
 
     def spawn(

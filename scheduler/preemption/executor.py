@@ -75,7 +75,7 @@ from scheduler.preemption.victim_evictions import (
     PodWriter,
     VictimEvictions,
 )
-from scheduler.supervisor import TaskGroup
+from scheduler.supervisor import TaskSet
 from scheduler.timestamps import rfc3339
 
 __all__ = [
@@ -173,7 +173,7 @@ class PreemptionExecutor:
         clock: Clock = SYSTEM_CLOCK,
         wall: Callable[[], dt.datetime] = _utcnow,
         fence: Callable[[str], bool] | None = None,
-        tasks: TaskGroup | None = None,
+        tasks: TaskSet | None = None,
     ) -> None:
         self._writer = writer
         # leader-election fence (leader.LeaseFence.open): checked right before each
@@ -190,7 +190,7 @@ class PreemptionExecutor:
         self._clock = clock
         self._wall = wall
         self._running: dict[str, _Preemption] = {}  # preemptor uid -> its preemption
-        self._tasks = tasks if tasks is not None else TaskGroup("preemptions")
+        self._tasks = tasks if tasks is not None else TaskSet("preemptions")
         self._evictions = VictimEvictions(
             # through the attribute, so a fence swapped in later (tests) applies too
             writer,

@@ -32,7 +32,7 @@ from scheduler.model import PodInfo
 from scheduler.queue import QueuedPodInfo, SchedulingQueue
 from scheduler.scheduling_failure import RESULT_ERROR
 from scheduler.status_writer import StatusWriter
-from scheduler.supervisor import TaskGroup
+from scheduler.supervisor import TaskSet
 from tests.unit.builders import make_node
 from tests.unit.fake_clock import FakeClock
 
@@ -216,7 +216,7 @@ class Harness:
     status_writer: StatusWriter
     metrics: SchedulerMetrics
     clock: FakeClock
-    binds: TaskGroup
+    binds: TaskSet
     patches: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     fence_open: bool = True
     fence_asked: list[str] = field(default_factory=list)
@@ -266,7 +266,7 @@ def harness(
         return {}
 
     status_writer = StatusWriter(patch, metrics=metrics)
-    binds = TaskGroup("binds")
+    binds = TaskSet("binds")
     h = Harness(
         fwk=fwk,
         loop=None,  # type: ignore[arg-type]  # set right below: the fence reads the harness
