@@ -36,7 +36,6 @@ from typing import cast
 import numpy as np
 
 from scheduler.algorithm.batch import OpportunisticBatch, ScoredNodes
-from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
 from scheduler.framework import filter_runner
 from scheduler.framework.cycle_state import CycleState
@@ -45,7 +44,6 @@ from scheduler.framework.filter_runner import active, run_filter_plugins
 from scheduler.framework.handle import NominatedPods
 from scheduler.framework.interfaces import (
     BatchFilterPlugin,
-    FilterPlugin,
     Int32Array,
     IntArray,
     declares,
@@ -106,15 +104,6 @@ def _filter_error(status: Status) -> SchedulingError:
     return SchedulingError(status, status.message())
 
 
-def _first_rejection(
-    plugins: list[FilterPlugin], state: CycleState, pod: PodInfo, view: NodeView
-) -> Status | None:
-    st = run_filter_plugins(plugins, state, pod, view)
-    if st.code == Code.ERROR:
-        raise _filter_error(st)
-    return None if st.ok else st
-
-
 def _record_batch_rejections(
     framework: Framework,
     state: CycleState,
@@ -151,17 +140,12 @@ def _record_batch_rejections(
             view = views[slot]
             assert view is not None
             if slot in nominated:
-                st: Status | None = framework.run_filter_with_nominated_pods(
-                    state, pod, view, nominator
-                )
-                assert st is not None
-                if st.code == Code.ERROR:
-                    raise _filter_error(st)
-                if st.ok:
-                    st = None
+                st = framework.run_filter_with_nominated_pods(state, pod, view, nominator)
             else:
-                st = _first_rejection(earlier, state, pod, view)
-            if st is not None:
+                st = run_filter_plugins(earlier, state, pod, view)
+            if st.code == Code.ERROR:
+                raise _filter_error(st)
+            if st.code != Code.SUCCESS:
                 overrides[slot] = st
         if overrides:
             keep = ~np.isin(slots, np.fromiter(overrides, dtype=np.int64, count=len(overrides)))
