@@ -1,5 +1,5 @@
 """The lock files made by hack/lock.sh, read: each pin with its version, marker and
-hashes (tests/unit/test_lock_files.py, tests/e2e/test_image_contents.py)."""
+hashes (tests/packaging/test_lock_files.py, tests/e2e/test_image_contents.py)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ Schema can say (a pattern, a range) goes into charts/kube-async-scheduler/values
 what it cannot (durations, and durations compared with each other) goes into
 charts/kube-async-scheduler/files/config-bounds.json, which the chart's templates read.
 Both are generated from this module by `python -m kas_dev.chart_bounds`
-(tests/unit/test_chart_bounds.py fails when they are out of step).
+(tests/chart/test_chart_bounds.py fails when they are out of step).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ picked a node or failed: PostFilter, Reserve, Permit and the binding points.
 
 `runtime.Framework` is the one implementation; the loop is written against this
 Protocol, so its failure paths are tested against a fake framework
-(tests/unit/test_loop_failure_paths.py).
+(tests/unit/test_loop.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A scriptable stand-in for the SchedulingFramework Protocol, and a harness that runs the
 REAL SchedulingLoop, Cache, SchedulingQueue, Nominator, StatusWriter and SchedulerMetrics
-around it (tests/unit/test_loop_failure_paths.py).
+around it (tests/unit/test_loop.py).
 
 Each extension point is a plain callable attribute the test replaces: it returns what
 the point should answer, raises to play a crashing plugin, or (the async ones) awaits

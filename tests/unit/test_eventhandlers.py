@@ -83,7 +83,7 @@ def test_a_pod_bound_elsewhere_leaves_the_queue_and_counts_in_the_cache() -> Non
 
 def test_a_pending_pod_that_starts_terminating_stays_queued_as_upstreams() -> None:
     """upstream updatePodInSchedulingQueue updates it in the queue; skipPodSchedule skips
-    it with an event when popped (tests/unit/test_loop_failures.py); it leaves the queue
+    it with an event when popped (tests/unit/test_loop.py); it leaves the queue
     when deleted."""
     _, _, queue, _, handler = _setup()
     pod = make_pod("p").scheduler(SCHED).obj()

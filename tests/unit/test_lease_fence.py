@@ -22,8 +22,8 @@ from scheduler.preemption.victim_evictions import FENCED_DELETE, FENCED_PATCH
 from tests.unit.fake_clock import FakeClock
 from tests.unit.test_client_dispatcher import FakeConnection, FakeSleep
 from tests.unit.test_leader_election import LeaseStore, VirtualTime
-from tests.unit.test_loop_failures import attempts
-from tests.unit.test_loop_failures import build as build_loop
+from tests.unit.test_loop import attempts
+from tests.unit.test_loop import build as build_loop
 from tests.unit.test_preemption_executor import decision, harness, pod
 
 RENEW_DEADLINE = 10.0  # the settings' default, as kube-scheduler's

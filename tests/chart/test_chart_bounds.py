@@ -20,6 +20,7 @@ import yaml
 
 from kas_dev import chart_bounds
 from scheduler.config.bounds import INT32_MAX
+from tests.chart.test_chart_render import HELM, render, render_fails, scheduler_config
 from tests.config_corpus import (
     BAD_QUALIFIED,
     BAD_SUBDOMAIN,
@@ -30,7 +31,6 @@ from tests.config_corpus import (
     check_in_process,
     check_process,
 )
-from tests.unit.test_chart_render import HELM, render, render_fails, scheduler_config
 
 pytestmark = pytest.mark.skipif(HELM is None, reason="helm not found (hack/install-binaries.sh)")
 
