@@ -346,7 +346,8 @@ def schedule_pod(
 
     pre_result, st = framework.run_pre_filter(state, pod, snapshot)
     if st.code == Code.ERROR:
-        raise SchedulingError(st)
+        # the runtime's words are upstream's ('running PreFilter plugin "X": ...')
+        raise SchedulingError(st, st.message())
     if pre_result is not None:
         # upstream: the plugins that narrowed the nodes count as rejectors either way
         diagnosis.unschedulable_plugins.update(pre_result.plugins)

@@ -240,12 +240,15 @@ class Framework:
                 state.skip_filter.add(p.name)
                 continue
             if not st.ok:
+                if not st.is_rejected:
+                    # upstream wraps anything but a rejection as the plugin's error
+                    msg = f'running PreFilter plugin "{p.name}": {st.message()}'
+                    return None, Status(Code.ERROR, (msg,), p.name, st.error)
                 st = with_plugin(st, p.name)
                 if st.code == Code.UNSCHEDULABLE:
                     rejected = st
                     continue
-                if st.code != Code.ERROR:
-                    state.write(_PRE_FILTER_ENDED_EARLY, True)
+                state.write(_PRE_FILTER_ENDED_EARLY, True)
                 return None, st
             if res is not None and res.node_names is not None:
                 res = PreFilterResult(res.node_names, (p.name,))

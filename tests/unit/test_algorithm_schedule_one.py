@@ -495,3 +495,22 @@ def test_a_filter_error_stops_the_search_and_still_moves_the_start(
     else:
         assert isinstance(_schedule(fw, pod, snap, search=search), ScheduleResult)
     assert search.next_start == next_start
+
+
+def test_a_pre_filter_error_ends_the_cycle_in_upstreams_words() -> None:
+    # upstream RunPreFilterPlugins: 'running PreFilter plugin "X": <err>', the pod's
+    # FailedScheduling event and condition carry that text
+    from scheduler.algorithm import SchedulingError
+    from scheduler.framework.status import Status
+
+    fw = make_framework()
+    plugin = next(p for p in fw.pre_filter_plugins if p.name == "NodeResourcesFit")
+    plugin.pre_filter = lambda state, pod, snapshot: (  # type: ignore[method-assign]
+        None,
+        Status.from_error(RuntimeError("boom")),
+    )
+    snap = make_snapshot([make_node("n1")])
+    with pytest.raises(SchedulingError) as raised:
+        _schedule(fw, make_pod("p").obj(), snap)
+    assert str(raised.value) == 'running PreFilter plugin "NodeResourcesFit": boom'
+    assert raised.value.status.plugin == "NodeResourcesFit"
