@@ -39,6 +39,7 @@ from collections.abc import Callable
 from scheduler.algorithm import ProfileAlgorithm, schedule_pod
 from scheduler.cache import Cache, Nominator
 from scheduler.cache.node_view import NodeView
+from scheduler.catalog import profile_for
 from scheduler.config import names
 from scheduler.config.args import DefaultPreemptionArgs, parse_plugin_args
 from scheduler.framework import (
@@ -46,7 +47,6 @@ from scheduler.framework import (
     FitError,
     Framework,
     SearchState,
-    profile_for,
 )
 from scheduler.framework.dry_run import DryRunPlan
 from scheduler.model.node import node_from_dict

@@ -25,6 +25,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler import catalog
 from scheduler.algorithm import ProfileAlgorithm
 from scheduler.cache import Cache, Nominator
 from scheduler.client.connection import Connection
@@ -34,12 +35,10 @@ from scheduler.client.informer import NODES, PODS, Informer
 from scheduler.config import (
     SchedulerConfiguration,
 )
-from scheduler.config import names as plugin_names
 from scheduler.eventhandlers import NodeEventHandler, PodEventHandler, raw_pod_summary
 from scheduler.explain import EXPLAIN_PATH, AttemptLog, Explainer
 from scheduler.explain import http_handler as explain_http_handler
 from scheduler.framework.handle import Handle, InMemoryListers
-from scheduler.framework.registry import Registry
 from scheduler.framework.runtime import Framework
 from scheduler.framework.waiting_pods import WaitingPods
 from scheduler.leader import LeaderElectionSettings, LeaderElector, LeaseFence
@@ -54,10 +53,9 @@ from scheduler.model import (
     pod_update_from_dict,
 )
 from scheduler.model.pdb import PDBInfo
-from scheduler.plugins.registry import in_tree_registry
 from scheduler.policy.runtime import READINESS_CHECK as POLICIES_READINESS_CHECK
 from scheduler.policy.runtime import PolicyRuntime
-from scheduler.preemption import ExecutorSettings, PreemptionExecutor, default_preemption
+from scheduler.preemption import ExecutorSettings, PreemptionExecutor
 from scheduler.preemption.default_preemption import PreemptionServices
 from scheduler.queue import SchedulingQueue
 from scheduler.server import DelegationOptions, HealthServer, ServingOptions
@@ -212,9 +210,7 @@ class SchedulerApp:
             metrics=m,
             victim_policy=self.policies.store if self.policies is not None else None,
         )
-        registry = in_tree_registry().merge(
-            Registry({plugin_names.DEFAULT_PREEMPTION: default_preemption.factory(services)})
-        )
+        registry = catalog.registry(services)
         # one map of pods waiting at Permit for every profile, so preemption finds a
         # victim waiting in any of them
         self.waiting_pods = WaitingPods()

@@ -76,10 +76,12 @@ def _checkout_command(module: str, function: str) -> Callable[[argparse.Namespac
 
 
 def _check_config(path: str) -> int | None:
-    """Validate --config before the runtime is imported (the API client, numpy,
-    prometheus: about a second): a bad file ends in exit 2 with one line naming the field,
-    long before anything starts. None when the file is valid."""
-    from scheduler.config import ConfigError, load_config
+    """Validate --config before the app is imported and anything connects: a bad file
+    ends in exit 2 with one line naming the field. The catalog imports the plugin classes
+    (they say which extension points they serve, which multiPoint's expansion needs), not
+    the app. None when the file is valid."""
+    from scheduler.catalog import load_config
+    from scheduler.config import ConfigError
 
     try:
         load_config(path)

@@ -21,14 +21,9 @@ from scheduler.app import (
     RunOptions,
     SchedulerApp,
 )
+from scheduler.catalog import default_config, load_config
 from scheduler.client.connection import Connection, ConnectionSettings
-from scheduler.config import (
-    ConfigError,
-    SchedulerConfiguration,
-    default_config,
-    load_config,
-    write_config,
-)
+from scheduler.config import ConfigError, SchedulerConfiguration, write_config
 from scheduler.server import DelegationOptions, ServingOptions
 from scheduler.serving.authn_config import ClientCA
 from scheduler.serving.certs import CertError, ServingCert, serving_cert

@@ -37,7 +37,8 @@ from typing import Any
 
 import yaml
 
-from scheduler.config import ConfigError, config_from_bytes
+from scheduler.catalog import config_from_bytes
+from scheduler.config import ConfigError
 from scheduler.config.names import NOT_IMPLEMENTED
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -38,7 +38,8 @@ from kubernetes_asyncio import config as k8s_config
 from yarl import URL
 
 from scheduler.client import json_codec
-from scheduler.client.errors import ApiError, Timeout, api_errors, error_from_response
+from scheduler.client.error_translation import api_errors
+from scheduler.client.errors import ApiError, Timeout, error_from_response
 from scheduler.client.http1 import Http1Pool, Http1Response
 
 __all__ = [

@@ -1,8 +1,10 @@
 """The one error tree of the client layer, chosen by HTTP status.
 
 Everything above the client layer catches these, never aiohttp or kubernetes_asyncio
-exceptions. Translation happens in one place, `translate()` (and the `api_errors()`
-context manager built on it), and every translated error is raised `from` the original.
+exceptions. Translation happens in one place, `error_translation.translate()` (and the
+`api_errors()` context manager built on it), and every translated error is raised `from`
+the original. This module imports neither library, so code that only catches these
+(plugins, preemption, the configuration check's imports) does not load the transport.
 
 ```
 ApiError(status, reason, message)
@@ -33,12 +35,8 @@ connection could be made or taken in time).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import Any
-
-import aiohttp
-from kubernetes_asyncio.client.exceptions import ApiException
 
 __all__ = [
     "AlreadyExists",
@@ -56,9 +54,7 @@ __all__ = [
     "TooManyRequests",
     "TransportError",
     "Unauthorized",
-    "api_errors",
     "error_from_response",
-    "translate",
 ]
 
 
@@ -228,49 +224,3 @@ def error_from_response(
     if cls is Conflict and reason == "AlreadyExists":
         cls = AlreadyExists
     return cls(status, reason, message, body=parsed, retry_after=_retry_after(parsed, headers))
-
-
-def translate(exc: BaseException) -> ApiError:
-    """Map an aiohttp / kubernetes_asyncio / asyncio exception to the tree above."""
-    if isinstance(exc, ApiError):
-        return exc
-    if isinstance(exc, ApiException):
-        headers = dict(exc.headers) if exc.headers else None
-        if not exc.status:
-            return ConnectionFailed(str(exc.reason or exc))
-        return error_from_response(exc.status, exc.body, headers, http_reason=exc.reason or "")
-    if isinstance(exc, aiohttp.ClientResponseError):
-        return error_from_response(
-            exc.status, None, dict(exc.headers or {}), http_reason=exc.message
-        )
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        # the connection (or the proxy's, or its TLS handshake) failed: nothing was sent
-        return ConnectionFailed(str(exc) or type(exc).__name__, sent=False)
-    if isinstance(exc, aiohttp.ConnectionTimeoutError):
-        return Timeout(str(exc) or "connect timed out", sent=False)
-    if isinstance(exc, TimeoutError | aiohttp.ServerTimeoutError):
-        return Timeout(str(exc) or "timed out")
-    if isinstance(exc, aiohttp.ClientPayloadError):
-        return ConnectionFailed(f"response body cut: {exc}")
-    if isinstance(exc, aiohttp.ClientError | OSError):
-        return ConnectionFailed(str(exc) or type(exc).__name__)
-    raise TypeError(f"not an API error: {exc!r}")
-
-
-TRANSLATED: tuple[type[BaseException], ...] = (
-    ApiException,
-    aiohttp.ClientError,
-    TimeoutError,
-    OSError,
-)
-
-
-@contextmanager
-def api_errors() -> Iterator[None]:
-    """Translate transport and API exceptions raised inside the block."""
-    try:
-        yield
-    except ApiError:
-        raise
-    except TRANSLATED as exc:
-        raise translate(exc) from exc

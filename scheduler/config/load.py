@@ -16,12 +16,7 @@ from scheduler.config import names
 from scheduler.config.args import default_plugin_args, parse_plugin_args, plugin_takes_args
 from scheduler.config.errors import ConfigError, brief, type_name
 from scheduler.config.names import PluginRef
-from scheduler.config.plugins import (
-    ImplementsFn,
-    default_implements,
-    expand_extension_points,
-    merge_with_defaults,
-)
+from scheduler.config.plugins import ImplementsFn, expand_extension_points, merge_with_defaults
 from scheduler.config.reader import INT64, Fields
 from scheduler.config.safe_yaml import (
     MAX_FILE_BYTES,
@@ -46,14 +41,14 @@ from scheduler.config.validation import validate
 
 
 def load_config(
-    path: str | os.PathLike[str], *, implements: ImplementsFn = default_implements
+    path: str | os.PathLike[str], *, implements: ImplementsFn
 ) -> SchedulerConfiguration:
     """Read, default and validate the file. Raises ConfigError."""
     return config_from_bytes(read_config_bytes(path), implements=implements)
 
 
 def config_from_bytes(
-    data: bytes, *, implements: ImplementsFn = default_implements
+    data: bytes, *, implements: ImplementsFn
 ) -> SchedulerConfiguration:
     """A file's contents (at most 1 MiB, UTF-8) to the configuration. Raises ConfigError."""
     if len(data) > MAX_FILE_BYTES:
@@ -62,7 +57,7 @@ def config_from_bytes(
 
 
 def config_from_yaml(
-    text: str, *, source: str = "", implements: ImplementsFn = default_implements
+    text: str, *, source: str = "", implements: ImplementsFn
 ) -> SchedulerConfiguration:
     """`source` is accepted for compatibility; errors name fields and lines instead."""
     raw = parse_document(text)
@@ -75,13 +70,13 @@ def config_from_yaml(
     return config_from_dict(raw, implements=implements)
 
 
-def default_config() -> SchedulerConfiguration:
+def default_config(*, implements: ImplementsFn) -> SchedulerConfiguration:
     """The configuration used without --config: every default, one profile."""
-    return config_from_dict({"apiVersion": API_VERSION, "kind": KIND})
+    return config_from_dict({"apiVersion": API_VERSION, "kind": KIND}, implements=implements)
 
 
 def config_from_dict(
-    raw: Mapping[str, Any], *, implements: ImplementsFn = default_implements
+    raw: Mapping[str, Any], *, implements: ImplementsFn
 ) -> SchedulerConfiguration:
     top = Fields(raw, "")
     api_version = top.str_("apiVersion", "")
@@ -170,8 +165,8 @@ def _profile(f: Fields, *, single: bool, implements: ImplementsFn) -> Profile:
     # name itself (validation reports the empty one)
     name = f.str_("schedulerName", DEFAULT_SCHEDULER_NAME if single else "")
     percentage = f.optional_int("percentageOfNodesToScore")
-    custom = _plugins(f.obj("plugins"))
-    configs = _plugin_configs(f, "pluginConfig")
+    custom = _plugins(f.obj("plugins"), implements)
+    configs = _plugin_configs(f, "pluginConfig", implements)
     f.done()
 
     merged = merge_with_defaults(custom, names.DEFAULT_MULTI_POINT)
@@ -192,13 +187,15 @@ def _profile(f: Fields, *, single: bool, implements: ImplementsFn) -> Profile:
     )
 
 
-def _plugins(f: Fields) -> Plugins:
-    sets = {attr: _plugin_set(f.obj(key)) for key, attr in PLUGIN_SET_FIELDS.items()}
+def _plugins(f: Fields, implements: ImplementsFn) -> Plugins:
+    sets = {attr: _plugin_set(f.obj(key), implements) for key, attr in PLUGIN_SET_FIELDS.items()}
     f.done()
     return Plugins(**sets)
 
 
-def _plugin_name(f: Fields, *, allow_star: bool, enabling: bool) -> str:
+def _plugin_name(
+    f: Fields, implements: ImplementsFn, *, allow_star: bool, enabling: bool
+) -> str:
     name = f.str_("name", "")
     if not name:
         raise ConfigError(f.sub("name"), "required")
@@ -206,18 +203,24 @@ def _plugin_name(f: Fields, *, allow_star: bool, enabling: bool) -> str:
         if not allow_star:
             raise ConfigError(f.sub("name"), '"*" is only allowed in disabled lists')
         return name
-    if name not in names.ALL_PLUGINS and name not in names.NOT_IMPLEMENTED:
+    if not _known(name, implements) and name not in names.NOT_IMPLEMENTED:
         raise ConfigError(f.sub("name"), f"unknown plugin {brief(name)}")
     if enabling and name in names.NOT_IMPLEMENTED:
         raise ConfigError(f.sub("name"), f"plugin {name} is not implemented by this scheduler")
     return name
 
 
-def _plugin_set(f: Fields) -> PluginSet:
+def _known(name: str, implements: ImplementsFn) -> bool:
+    # a registered plugin serves at least one extension point: the plugin classes (through
+    # `implements`) are the one list of what this scheduler can run
+    return bool(implements(name))
+
+
+def _plugin_set(f: Fields, implements: ImplementsFn) -> PluginSet:
     enabled: list[PluginRef] = []
     for i, item in enumerate(f.list_("enabled")):
         pf = Fields(item, f"{f.sub('enabled')}[{i}]")
-        name = _plugin_name(pf, allow_star=False, enabling=True)
+        name = _plugin_name(pf, implements, allow_star=False, enabling=True)
         # *int32 upstream, so at most 2^31-1: with our 7 score plugins the weighted total
         # stays below 7 * 100 * 2^31 (about 1.5e12), far inside the int64 the cycle sums
         # in (upstream's MaxTotalScore check, framework/runtime/framework.go
@@ -237,14 +240,14 @@ def _plugin_set(f: Fields) -> PluginSet:
     disabled: list[str] = []
     for i, item in enumerate(f.list_("disabled")):
         pf = Fields(item, f"{f.sub('disabled')}[{i}]")
-        disabled.append(_plugin_name(pf, allow_star=True, enabling=False))
+        disabled.append(_plugin_name(pf, implements, allow_star=True, enabling=False))
         pf.int_("weight", 0)  # allowed (ignored) in disabled lists, but still an int32
         pf.done()
     f.done()
     return PluginSet(tuple(enabled), tuple(disabled))
 
 
-def _plugin_configs(f: Fields, key: str) -> list[PluginConfig]:
+def _plugin_configs(f: Fields, key: str, implements: ImplementsFn) -> list[PluginConfig]:
     out: list[PluginConfig] = []
     seen: dict[str, int] = {}
     for i, item in enumerate(f.list_(key)):
@@ -252,7 +255,7 @@ def _plugin_configs(f: Fields, key: str) -> list[PluginConfig]:
         name = pf.str_("name", "")
         if not name:
             raise ConfigError(pf.sub("name"), "required")
-        if name not in names.ALL_PLUGINS:
+        if not _known(name, implements):
             raise ConfigError(pf.sub("name"), f"unknown plugin {brief(name)}")
         if name in seen:
             raise ConfigError(

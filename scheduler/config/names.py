@@ -2,8 +2,8 @@
 
 The configuration loader resolves a profile's enabled/disabled lists against
 DEFAULT_MULTI_POINT and expands multiPoint to every extension point a plugin implements
-(config/plugins.py, from DEFAULT_PLUGINS below); the framework then checks that each
-placed plugin's class declares that point's Protocol.
+(config/plugins.py); which points those are, the plugin classes say (their Protocol bases,
+framework.interfaces.extension_points_of), passed down by scheduler.catalog.
 """
 
 from __future__ import annotations
@@ -78,59 +78,3 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
 )
 
 NOT_IMPLEMENTED: frozenset[str] = frozenset()
-
-# the Filter plugins that prepare their state in a PreFilter, in the default order
-_FILTERS_WITH_PRE_FILTER = (
-    NODE_AFFINITY,
-    NODE_PORTS,
-    NODE_RESOURCES_FIT,
-    VOLUME_RESTRICTIONS,
-    NODE_VOLUME_LIMITS,
-    VOLUME_BINDING,
-    VOLUME_ZONE,
-    POD_TOPOLOGY_SPREAD,
-    INTER_POD_AFFINITY,
-)
-
-# The same defaults expanded per extension point (what upstream's multiPoint expansion
-# yields), for documentation, `--dump-config` and tests.
-DEFAULT_PLUGINS: dict[str, tuple[PluginRef, ...]] = {
-    PRE_ENQUEUE: (PluginRef(SCHEDULING_GATES), PluginRef(DEFAULT_PREEMPTION)),
-    QUEUE_SORT: (PluginRef(PRIORITY_SORT),),
-    PRE_FILTER: tuple(PluginRef(n) for n in _FILTERS_WITH_PRE_FILTER),
-    FILTER: tuple(
-        PluginRef(n)
-        for n in (NODE_UNSCHEDULABLE, NODE_NAME, TAINT_TOLERATION, *_FILTERS_WITH_PRE_FILTER)
-    ),
-    POST_FILTER: (PluginRef(DEFAULT_PREEMPTION),),
-    PRE_SCORE: tuple(
-        PluginRef(n)
-        for n in (
-            TAINT_TOLERATION,
-            NODE_AFFINITY,
-            NODE_RESOURCES_FIT,
-            VOLUME_BINDING,
-            POD_TOPOLOGY_SPREAD,
-            INTER_POD_AFFINITY,
-            NODE_RESOURCES_BALANCED_ALLOCATION,
-        )
-    ),
-    SCORE: (
-        PluginRef(TAINT_TOLERATION, 3),
-        PluginRef(NODE_AFFINITY, 2),
-        PluginRef(NODE_RESOURCES_FIT, 1),
-        PluginRef(VOLUME_BINDING, 1),  # StorageCapacityScoring: beta, on in 1.37
-        PluginRef(POD_TOPOLOGY_SPREAD, 2),
-        PluginRef(INTER_POD_AFFINITY, 2),
-        PluginRef(NODE_RESOURCES_BALANCED_ALLOCATION, 1),
-        PluginRef(IMAGE_LOCALITY, 1),
-    ),
-    RESERVE: (PluginRef(VOLUME_BINDING),),
-    PERMIT: (),
-    PRE_BIND: (PluginRef(VOLUME_BINDING),),
-    BIND: (PluginRef(DEFAULT_BINDER),),
-    POST_BIND: (),
-}
-
-# every in-tree plugin is in the default set
-ALL_PLUGINS = frozenset(ref.name for ref in DEFAULT_MULTI_POINT)

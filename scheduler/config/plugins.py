@@ -13,8 +13,9 @@ Two steps, mirroring where upstream does them:
    plugins, then the other multiPoint plugins, then the point's own enabled plugins.
    ``*`` disabled at a point skips multiPoint for that point entirely.
 
-Which extension points a plugin implements comes from ``names.DEFAULT_PLUGINS`` (the
-in-tree plugins' expansion) unless the caller passes its own ``implements``.
+Which extension points a plugin implements is the caller's ``implements``: the plugin
+classes answer it (their Protocol bases), and this layer sits below them, so
+``scheduler.catalog`` passes this scheduler's (a test may pass its own).
 """
 
 from __future__ import annotations
@@ -28,23 +29,6 @@ from scheduler.config.names import PluginRef
 from scheduler.config.types import PLUGIN_SET_FIELDS, Plugins, PluginSet
 
 ImplementsFn = Callable[[str], Collection[str]]
-
-_IMPLEMENTS: Mapping[str, frozenset[str]] = MappingProxyType(
-    {
-        plugin: frozenset(
-            point
-            for point, refs in names.DEFAULT_PLUGINS.items()
-            if any(r.name == plugin for r in refs)
-        )
-        for plugin in names.ALL_PLUGINS
-    }
-)
-
-
-def default_implements(plugin: str) -> frozenset[str]:
-    """The extension points (YAML keys) an in-tree plugin implements."""
-    return _IMPLEMENTS.get(plugin, frozenset())
-
 
 def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
     disabled = tuple(dict.fromkeys((*custom.disabled, *default.disabled)))
@@ -75,7 +59,7 @@ def merge_with_defaults(custom: Plugins, default_multi_point: tuple[PluginRef, .
 def expand_extension_points(
     plugins: Plugins,
     path: str,
-    implements: ImplementsFn = default_implements,
+    implements: ImplementsFn,
 ) -> Mapping[str, tuple[PluginRef, ...]]:
     """The effective plugins per extension point. ``path`` is the profile's plugins field
     (for errors, e.g. "profiles[0].plugins"). Score weights: unset (0) becomes 1; at other

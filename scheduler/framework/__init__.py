@@ -13,7 +13,7 @@ from scheduler.framework.interfaces import (
     PostFilterResult,
     PreFilterResult,
 )
-from scheduler.framework.profile import profile_for
+from scheduler.framework.profile import build_profile
 from scheduler.framework.registry import Registry
 from scheduler.framework.runtime import Framework, FrameworkError
 from scheduler.framework.search import SearchState
@@ -38,5 +38,5 @@ __all__ = [
     "ScheduleResult",
     "SearchState",
     "Status",
-    "profile_for",
+    "build_profile",
 ]

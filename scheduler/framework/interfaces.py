@@ -257,3 +257,15 @@ def declares(plugin: object, protocol: object) -> bool:
 
 def implements(plugin: object, point: str) -> bool:
     return any(declares(plugin, proto) for proto in EXTENSION_POINTS[point])
+
+
+def extension_points_of(plugin_type: type) -> frozenset[str]:
+    """The extension points (YAML keys) a plugin class serves: the points whose Protocol
+    its class names among its bases. This is the one answer to "which plugin serves which
+    point" (upstream asks the plugin instance with type assertions in expandMultiPointPlugins,
+    pkg/scheduler/framework/runtime/framework.go); the config loader's multiPoint expansion
+    receives it through the registry."""
+    mro = plugin_type.__mro__
+    return frozenset(
+        point for point, protos in EXTENSION_POINTS.items() if any(p in mro for p in protos)
+    )

@@ -1,9 +1,10 @@
-"""Building a configuration Profile in code (tests, benchmarks, the dry run).
+"""Building a configuration Profile in code (tests, benchmarks).
 
 The framework takes the configuration's own Profile (scheduler.config.types.Profile);
 this builds one without a YAML file, expanding multiPoint through the same
 config.plugins.expand_extension_points the loader uses, so there is one Profile model
-and one expansion.
+and one expansion. `implements` says which points a plugin serves: a Registry's
+`implements`, or scheduler.catalog's (whose `profile_for` passes it for you).
 """
 
 from __future__ import annotations
@@ -13,18 +14,18 @@ from collections.abc import Mapping, Sequence
 from scheduler.config import names
 from scheduler.config.args import PluginArgs
 from scheduler.config.names import PluginRef
-from scheduler.config.plugins import ImplementsFn, default_implements, expand_extension_points
+from scheduler.config.plugins import ImplementsFn, expand_extension_points
 from scheduler.config.types import PLUGIN_SET_FIELDS, PluginConfig, Plugins, PluginSet, Profile
 
 
-def profile_for(
+def build_profile(
     multi_point: Sequence[PluginRef] = names.DEFAULT_MULTI_POINT,
     *,
+    implements: ImplementsFn,
     points: Mapping[str, Sequence[PluginRef]] | None = None,
     plugin_args: Mapping[str, PluginArgs | None] | None = None,
     scheduler_name: str = "default-scheduler",
     percentage_of_nodes_to_score: int | None = None,
-    implements: ImplementsFn = default_implements,
 ) -> Profile:
     """A Profile with `multi_point` (default: upstream's default plugins) plus the
     plugins enabled at specific points (`points`: YAML key -> refs)."""

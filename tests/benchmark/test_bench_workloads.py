@@ -13,7 +13,7 @@ import pytest
 from bench import workloads as wl
 from bench.procs import scheduler_config
 from kas_dev.cluster.nodes import node_manifests
-from scheduler.config.load import config_from_dict
+from scheduler.catalog import config_from_dict
 from scheduler.model.node import node_from_dict
 from scheduler.model.pod import pod_from_dict
 

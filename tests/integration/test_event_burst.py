@@ -16,8 +16,8 @@ import pytest
 
 from kas_dev.cluster.nodes import NodeGroup
 from scheduler.app import RunOptions, SchedulerApp
+from scheduler.catalog import default_config
 from scheduler.client.connection import Connection
-from scheduler.config import default_config
 from scheduler.server import ServingOptions
 from tests.kube import ClusterHandle, pod_manifest
 from tests.workloads import create_all

@@ -428,9 +428,10 @@ def make_framework(
 ) -> Any:
     """A Framework with the default plugins (minus DefaultPreemption) or `plugins` as
     multiPoint; `args` maps plugin name -> raw args dict."""
+    from scheduler.catalog import profile_for
     from scheduler.config import names
     from scheduler.config.args import parse_plugin_args
-    from scheduler.framework import Framework, profile_for
+    from scheduler.framework import Framework
     from scheduler.plugins.registry import in_tree_registry
 
     refs = tuple(r for r in names.DEFAULT_MULTI_POINT if r.name != names.DEFAULT_PREEMPTION)

@@ -14,17 +14,10 @@ from builders import make_node, make_pod
 from scheduler.algorithm import ProfileAlgorithm, schedule_pod
 from scheduler.algorithm import batch as batching
 from scheduler.cache import Cache, Nominator
+from scheduler.catalog import profile_for
 from scheduler.config import names
 from scheduler.config.args import parse_plugin_args
-from scheduler.framework import (
-    CycleState,
-    FitError,
-    Framework,
-    ScheduleResult,
-    SearchState,
-    Status,
-    profile_for,
-)
+from scheduler.framework import CycleState, FitError, Framework, ScheduleResult, SearchState, Status
 from scheduler.framework.signature import batchable
 from scheduler.framework.status import Code
 from scheduler.metrics import SchedulerMetrics

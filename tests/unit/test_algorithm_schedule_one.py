@@ -12,6 +12,7 @@ from builders import make_framework, make_node, make_pod, make_snapshot
 
 from scheduler.algorithm import num_feasible_nodes_to_find, schedule_pod
 from scheduler.cache import Nominator
+from scheduler.catalog import profile_for
 from scheduler.config import ConfigError, names
 from scheduler.framework import (
     CycleState,
@@ -22,7 +23,6 @@ from scheduler.framework import (
     NodeDryRun,
     ScheduleResult,
     SearchState,
-    profile_for,
 )
 from scheduler.framework.status import Code
 from scheduler.plugins.registry import in_tree_registry

@@ -8,8 +8,8 @@ import asyncio
 from typing import Any
 
 from scheduler.app import RunOptions, SchedulerApp
+from scheduler.catalog import default_config
 from scheduler.client.connection import Response
-from scheduler.config import default_config
 
 
 class RecordingConnection:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import scheduler.config
+import scheduler.catalog
 from scheduler import cli
 
 
@@ -39,7 +39,7 @@ def test_a_loader_bug_is_still_one_line_and_exit_2(
     def broken(path: str) -> None:
         raise RuntimeError("boom\nsecond line")
 
-    monkeypatch.setattr(scheduler.config, "load_config", broken)
+    monkeypatch.setattr(scheduler.catalog, "load_config", broken)
     code, err = _run(["run", "--config", str(tmp_path / "c.yaml")], capsys)
     assert code == 2
     assert len(err) == 1

@@ -10,6 +10,7 @@ from aiohttp.client_reqrep import ConnectionKey
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from scheduler.client import errors
+from scheduler.client.error_translation import api_errors, translate
 from scheduler.client.errors import (
     AlreadyExists,
     ApiError,
@@ -24,9 +25,7 @@ from scheduler.client.errors import (
     TooManyRequests,
     TransportError,
     Unauthorized,
-    api_errors,
     error_from_response,
-    translate,
 )
 from scheduler.client.retries import may_retry
 

@@ -18,19 +18,13 @@ from builders import make_node, make_pod, make_snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from scheduler import catalog
 from scheduler.algorithm import schedule_pod
 from scheduler.cache import Nominator
-from scheduler.config import (
-    ConfigError,
-    SchedulerConfiguration,
-    config_from_bytes,
-    config_from_yaml,
-    dump_config,
-    names,
-)
+from scheduler.catalog import config_from_bytes, config_from_yaml, default_config
+from scheduler.config import ConfigError, SchedulerConfiguration, dump_config, names
 from scheduler.framework import CycleState, FitError, Framework, ScheduleResult
 from scheduler.framework.registry import Registry
-from scheduler.plugins.registry import in_tree_registry
 from scheduler.preemption import default_preemption
 from tests.config_corpus import FULL, _parse_path, _walk
 
@@ -115,8 +109,7 @@ def _registry(cfg: SchedulerConfiguration) -> Registry:
         own_schedulers=cfg.scheduler_names,
         pod_lookup=lambda *_: None,  # type: ignore[arg-type,return-value]
     )
-    extra = Registry({names.DEFAULT_PREEMPTION: default_preemption.factory(services)})
-    return in_tree_registry().merge(extra)
+    return catalog.registry(services)
 
 
 def assert_runs(cfg: SchedulerConfiguration) -> None:
@@ -163,7 +156,7 @@ def test_an_extra_field_anywhere_is_unknown(path: tuple[str | int, ...], key: st
     assert isinstance(loaded, ConfigError)
 
 
-SCORE_PLUGINS = [r.name for r in names.DEFAULT_PLUGINS[names.SCORE]]
+SCORE_PLUGINS = [r.name for r in default_config().profiles[0].enabled(names.SCORE)]
 
 
 @FUZZ

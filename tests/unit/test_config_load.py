@@ -10,16 +10,13 @@ import pytest
 import yaml
 
 from scheduler.app import RunOptions, SchedulerApp
+from scheduler.catalog import config_from_dict, config_from_yaml, default_config, load_config
 from scheduler.config import (
     API_VERSION,
     KIND,
     ConfigError,
     SchedulerConfiguration,
-    config_from_dict,
-    config_from_yaml,
-    default_config,
     dump_config,
-    load_config,
     names,
     write_config,
 )
@@ -53,13 +50,48 @@ def test_defaults_are_upstreams_with_secondary_scheduler_names() -> None:
     assert percentage_in_use(c) == 0
 
 
+# Upstream's default plugins expanded per extension point, as kube-scheduler v1.37.2 does:
+# the multiPoint list of pkg/scheduler/apis/config/v1/default_plugins.go, each plugin placed
+# at every point its type implements (expandMultiPointPlugins in framework/runtime/
+# framework.go; the interfaces asserted in each plugin's file). Here the expansion runs on
+# this scheduler's plugin classes, so a class that declares a Protocol upstream's type does
+# not implement (or lacks one) fails this.
+_FILTERS_WITH_PRE_FILTER = (
+    "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
+    "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity",
+)  # fmt: skip
+UPSTREAM_DEFAULT_EXPANSION: dict[str, tuple[tuple[str, int], ...]] = {
+    "preEnqueue": (("SchedulingGates", 0), ("DefaultPreemption", 0)),
+    "queueSort": (("PrioritySort", 0),),
+    "preFilter": tuple((n, 0) for n in _FILTERS_WITH_PRE_FILTER),
+    "filter": tuple(
+        (n, 0) for n in ("NodeUnschedulable", "NodeName", "TaintToleration", *_FILTERS_WITH_PRE_FILTER)
+    ),
+    "postFilter": (("DefaultPreemption", 0),),
+    "preScore": tuple(
+        (n, 0)
+        for n in ("TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding",
+                  "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation")
+    ),
+    "score": (
+        ("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1),
+        ("VolumeBinding", 1),  # StorageCapacityScoring: beta, on in 1.37
+        ("PodTopologySpread", 2), ("InterPodAffinity", 2),
+        ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1),
+    ),
+    "reserve": (("VolumeBinding", 0),),
+    "permit": (),
+    "preBind": (("VolumeBinding", 0),),
+    "bind": (("DefaultBinder", 0),),
+    "postBind": (),
+}
+
+
 def test_default_profile_expands_to_the_default_plugins_per_extension_point() -> None:
     profile = default_config().profiles[0]
     expected = {
-        point: tuple(
-            names.PluginRef(r.name, (r.weight or 1) if point == names.SCORE else 0) for r in refs
-        )
-        for point, refs in names.DEFAULT_PLUGINS.items()
+        point: tuple(names.PluginRef(n, w) for n, w in refs)
+        for point, refs in UPSTREAM_DEFAULT_EXPANSION.items()
     }
     assert dict(profile.extension_points) == expected
 
@@ -229,24 +261,25 @@ def test_invalid_config_names_the_field(fields: dict[str, Any], path: str, fragm
 
 def test_queue_sort_plugin_differing_between_profiles_is_an_error() -> None:
     # only PrioritySort sorts in-tree; pretend ImageLocality can, to get two candidates
-    from scheduler.config.plugins import default_implements
+    from scheduler.catalog import implements as in_tree_implements
+    from scheduler.config import load as config_load
 
     def implements(name: str) -> frozenset[str]:
         extra = {"queueSort"} if name == "ImageLocality" else set()
-        return default_implements(name) | extra
+        return in_tree_implements(name) | extra
 
     other_sort = {
         "queueSort": {"disabled": [{"name": "*"}], "enabled": [{"name": "ImageLocality"}]}
     }
     same_sort = {"queueSort": {"disabled": [{"name": "*"}], "enabled": [{"name": "PrioritySort"}]}}
     first = {"schedulerName": "a", "plugins": same_sort}
-    ok = config_from_dict(
+    ok = config_load.config_from_dict(
         cfg(profiles=[first, {"schedulerName": "b", "plugins": same_sort}]),
         implements=implements,
     )
     assert [r.name for r in ok.profiles[1].enabled(names.QUEUE_SORT)] == ["PrioritySort"]
     with pytest.raises(ConfigError) as info:
-        config_from_dict(
+        config_load.config_from_dict(
             cfg(profiles=[first, {"schedulerName": "b", "plugins": other_sort}]),
             implements=implements,
         )

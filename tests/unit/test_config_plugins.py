@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from scheduler.catalog import config_from_dict
+from scheduler.catalog import implements as in_tree_implements
 from scheduler.config import (
     API_VERSION,
     KIND,
@@ -13,12 +15,11 @@ from scheduler.config import (
     PluginRef,
     PluginSet,
     Profile,
-    config_from_dict,
     format_duration,
     merge_plugin_set,
     parse_duration,
 )
-from scheduler.config.plugins import default_implements, expand_extension_points
+from scheduler.config.plugins import expand_extension_points
 from scheduler.config.types import Plugins
 
 
@@ -157,7 +158,7 @@ def test_expansion_with_a_supplied_implements_table() -> None:
     )
 
     def implements(name: str) -> frozenset[str]:
-        return frozenset({"filter", "score"}) if name == "Custom" else default_implements(name)
+        return frozenset({"filter", "score"}) if name == "Custom" else in_tree_implements(name)
 
     points = expand_extension_points(plugins, "plugins", implements)
     assert points["filter"] == (R("Custom"),)
@@ -168,7 +169,7 @@ def test_expansion_with_a_supplied_implements_table() -> None:
 def test_expansion_rejects_a_plugin_at_a_point_it_does_not_implement() -> None:
     plugins = Plugins(bind=PluginSet((R("PrioritySort"),)))
     with pytest.raises(ConfigError) as info:
-        expand_extension_points(plugins, "profiles[3].plugins")
+        expand_extension_points(plugins, "profiles[3].plugins", in_tree_implements)
     assert info.value.field == "profiles[3].plugins.bind.enabled[0].name"
 
 

@@ -14,7 +14,8 @@ from test_leader_election import LeaseStore, VirtualTime
 
 from scheduler.algorithm import schedule_pod
 from scheduler.cache import Nominator
-from scheduler.config import ConfigError, SchedulerConfiguration, config_from_dict, names
+from scheduler.catalog import config_from_dict, default_config
+from scheduler.config import ConfigError, SchedulerConfiguration, names
 from scheduler.framework import (
     MAX_NODE_SCORE,
     CycleState,
@@ -28,7 +29,7 @@ from scheduler.plugins.registry import in_tree_registry
 
 INT32_MAX = (1 << 31) - 1
 INT64_MAX = (1 << 63) - 1
-SCORE_PLUGINS = [r.name for r in names.DEFAULT_PLUGINS[names.SCORE]]
+SCORE_PLUGINS = [r.name for r in default_config().profiles[0].enabled(names.SCORE)]
 
 
 def _cfg(**fields: Any) -> SchedulerConfiguration:

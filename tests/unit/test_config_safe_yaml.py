@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.config import ConfigError, config_from_yaml, load_config
+from scheduler.catalog import config_from_yaml, load_config
+from scheduler.config import ConfigError
 from scheduler.config.errors import brief, one_line
 from scheduler.config.safe_yaml import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, parse_document
 

@@ -16,14 +16,7 @@ from builders import make_framework, make_node, make_pod, make_snapshot
 from scheduler.algorithm import schedule_pod
 from scheduler.cache import Nominator
 from scheduler.config import names
-from scheduler.config.plugins import default_implements
-from scheduler.framework import (
-    CycleState,
-    FitError,
-    Framework,
-    PreFilterResult,
-    profile_for,
-)
+from scheduler.framework import CycleState, FitError, Framework, PreFilterResult, build_profile
 from scheduler.framework.diagnosis import fit_error_message, status_histogram
 from scheduler.framework.interfaces import FilterPlugin, PostFilterPlugin, PreFilterPlugin
 from scheduler.framework.status import Code, Status
@@ -163,17 +156,11 @@ class _Narrow(PreFilterPlugin, FilterPlugin):
 def _framework_with(*plugins: _Narrow, in_tree: list[str] | None = None) -> Framework:
     registry = in_tree_registry()
     for p in plugins:
-        registry.register(p.name, lambda args, handle, p=p: p)
+        registry.register(p.name, type(p), lambda args, handle, p=p: p)
     refs = tuple(names.PluginRef(p.name) for p in plugins)
     refs += tuple(names.PluginRef(n) for n in in_tree or ())
-    ours = {p.name for p in plugins}
-
-    def implements(name: str) -> frozenset[str]:
-        if name in ours:
-            return frozenset({names.PRE_FILTER, names.FILTER})
-        return default_implements(name)
-
-    return Framework(profile_for(refs, implements=implements), registry)
+    # the registry answers each plugin's points from its class (ours: PreFilter and Filter)
+    return Framework(build_profile(refs, implements=registry.implements), registry)
 
 
 @pytest.mark.parametrize(

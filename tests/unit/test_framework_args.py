@@ -4,6 +4,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.catalog import default_config
 from scheduler.config import args as a
 from scheduler.config import names
 from scheduler.config.errors import ConfigError
@@ -24,7 +25,7 @@ def test_defaults_match_upstream() -> None:
 
 
 def test_default_score_weights() -> None:
-    weights = {p.name: p.weight for p in names.DEFAULT_PLUGINS[names.SCORE]}
+    weights = {p.name: p.weight for p in default_config().profiles[0].enabled(names.SCORE)}
     assert weights == {
         "TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "VolumeBinding": 1,
         "PodTopologySpread": 2, "InterPodAffinity": 2, "NodeResourcesBalancedAllocation": 1,
@@ -102,7 +103,6 @@ ARGS = "profiles[0].pluginConfig[0].args"
             {"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}]},
          f"{ARGS}.defaultConstraints[0].maxSkew"),
         ("NodePorts", {"x": 1}, f"{ARGS}.x"),
-        ("NoSuchPlugin", {}, ARGS),
         ("NodeAffinity", {"kind": "WrongArgs"}, f"{ARGS}.kind"),
     ],
 )  # fmt: skip

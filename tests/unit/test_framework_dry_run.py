@@ -24,8 +24,7 @@ from scheduler.cache import Nominator
 from scheduler.cache.node_view import NodeView
 from scheduler.config import names
 from scheduler.config.args import DefaultPreemptionArgs
-from scheduler.config.plugins import default_implements
-from scheduler.framework import CycleState, Framework, profile_for
+from scheduler.framework import CycleState, Framework, build_profile
 from scheduler.framework.diagnosis import FitError
 from scheduler.framework.dry_run import DryRunPlan, NodeDryRun
 from scheduler.framework.interfaces import FilterPlugin, NodePodsIndependentFilter
@@ -236,14 +235,10 @@ class _MarkedFilter(_CountingFilter, NodePodsIndependentFilter):
 def _framework(*plugins: _CountingFilter) -> Framework:
     registry = in_tree_registry()
     for p in plugins:
-        registry.register(p.name, lambda args, handle, p=p: p)
-    ours = {p.name for p in plugins}
-
-    def implements(name: str) -> frozenset[str]:
-        return frozenset({names.FILTER}) if name in ours else default_implements(name)
-
+        registry.register(p.name, type(p), lambda args, handle, p=p: p)
     refs = tuple(names.PluginRef(p.name) for p in plugins)
-    return Framework(profile_for(refs, implements=implements), registry)
+    # the registry answers each plugin's points from its class (ours: Filter)
+    return Framework(build_profile(refs, implements=registry.implements), registry)
 
 
 def _node_with_low_priority_pods(count: int) -> tuple[Any, PodInfo]:

@@ -11,8 +11,8 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from scheduler.app import RunOptions, SchedulerApp
+from scheduler.catalog import default_config
 from scheduler.client.connection import Response
-from scheduler.config import default_config
 from tests.unit.builders import make_node, make_pod
 
 Raw = dict[str, Any]

@@ -8,7 +8,7 @@ import asyncio
 from typing import Any
 
 from scheduler.app import RunOptions, SchedulerApp
-from scheduler.config import default_config
+from scheduler.catalog import default_config
 from scheduler.policy.sync import NOT_LISTED
 
 

@@ -11,19 +11,19 @@ from typing import Any
 import pytest
 from builders import make_node, make_pod
 
+from scheduler import catalog
 from scheduler.algorithm import schedule_pod
 from scheduler.cache import Cache, Nominator
+from scheduler.catalog import profile_for
 from scheduler.client.events import ObjectRef
 from scheduler.config import names
 from scheduler.config.args import DefaultPreemptionArgs
-from scheduler.framework import CycleState, FitError, Framework, Handle, profile_for
+from scheduler.framework import CycleState, FitError, Framework, Handle
 from scheduler.framework.cluster_event import EventResource, QueueingHint
-from scheduler.framework.registry import Registry
 from scheduler.framework.status import Code
 from scheduler.loop import record_nominations
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model.pod import PodInfo
-from scheduler.plugins.registry import in_tree_registry
 from scheduler.preemption.default_preemption import (
     MSG_WAITING,
     DefaultPreemption,
@@ -147,7 +147,7 @@ def world(
         metrics=metrics,
         rand=lambda n: 0,
     )
-    registry = in_tree_registry().merge(Registry({names.DEFAULT_PREEMPTION: factory(services)}))
+    registry = catalog.registry(services)
     profile = profile_for(
         plugin_args={names.DEFAULT_PREEMPTION: DefaultPreemptionArgs(mode=mode)}
     )

@@ -5,7 +5,7 @@ rejected by that plugin would wait for an unrelated event or the 5-minute flush.
 from __future__ import annotations
 
 from scheduler.app import RunOptions, SchedulerApp
-from scheduler.config import default_config
+from scheduler.catalog import default_config
 from scheduler.eventhandlers import NodeEventHandler, PodEventHandler
 from scheduler.framework.cluster_event import EventResource
 from scheduler.storage_informers import StorageFeed
