@@ -1,5 +1,5 @@
 """An injectable clock, so backoff, expiry and flush timing are tested exactly (the tests'
-clock that only moves when told to is tests/unit/fake_clock.py)."""
+clock that only moves when told to is tests/unit/helpers/fake_clock.py)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ into the framework; it runs Filter on node copies through the framework's Filter
 (framework/dry_run.py).
 
 Public surface; the unit tests' in-memory stand-ins (ResourceFit, MemoryNominator) are in
-tests/unit/preemption_fakes.py.
+tests/unit/helpers/preemption_fakes.py.
 """
 
 from scheduler.preemption.evaluator import (

@@ -18,8 +18,8 @@ framework/preemption Evaluator (KEP-4832 keeps this part in the cycle):
 The "does the pod fit on node N without these pods" question goes through a
 :class:`FitCheck`, which opens a :class:`DryRun` (a private copy of the node:
 remove_pod(s), add_pod, filter, and still_fits for the reprieve steps). The algorithm is
-tested against an in-memory resource fit (tests/unit/preemption_fakes.py) and against
-the full Filter at every step (tests/unit/test_framework_dry_run.py), and runs in
+tested against an in-memory resource fit (tests/unit/helpers/preemption_fakes.py) and against
+the full Filter at every step (tests/unit/framework/test_dry_run.py), and runs in
 production on the framework's NodeDryRun (framework/dry_run.py),
 which also applies the nominated-pods two-pass rule (pods nominated to N with priority >=
 the preemptor's are counted).

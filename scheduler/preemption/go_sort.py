@@ -10,7 +10,7 @@ kube-scheduler v1.37.2 is built with go1.26.8 (`go version <binary>`). Every ste
 deterministic: insertion sort up to 12 elements (stable), then pdqsort whose
 "random" pattern breaking is an xorshift seeded with the sub-slice's length.
 
-tests/unit/test_go_sort.py compares it with Go's own sort.Slice on thousands of
+tests/unit/preemption/test_go_sort.py compares it with Go's own sort.Slice on thousands of
 tie-heavy inputs.
 """
 

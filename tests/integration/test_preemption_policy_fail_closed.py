@@ -15,7 +15,7 @@
   never disrupted.
 
 The unit side (a killed watcher task restarted with backoff, the CRD check's verdicts)
-is tests/unit/test_policy_fail_closed.py.
+is tests/unit/policy/test_fail_closed.py.
 """
 
 from __future__ import annotations

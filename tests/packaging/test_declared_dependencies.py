@@ -60,8 +60,8 @@ def declared(extras: tuple[str, ...]) -> set[str]:
 
 
 def local_module_names(tree: Path) -> set[str]:
-    """Modules a file of the tree imports by bare name (pytest puts test folders on
-    sys.path: tests/unit's `builders`, `fake_clock`...)."""
+    """Modules a file of the tree may import by bare name (pytest puts a test folder with
+    no __init__.py on sys.path, so its modules import each other that way)."""
     names = set()
     for path in tree.rglob("*.py"):
         names.add(path.stem)

@@ -8,8 +8,8 @@ from scheduler.cache import Cache, Nominator
 from scheduler.eventhandlers import NodeEventHandler, PodEventHandler
 from scheduler.model import PodInfo
 from scheduler.queue import ACTIVE, UNSCHEDULABLE, SchedulingQueue
-from tests.unit.builders import make_node, make_pod
-from tests.unit.fake_clock import FakeClock
+from tests.unit.helpers.builders import make_node, make_pod
+from tests.unit.helpers.fake_clock import FakeClock
 
 SCHED = "kube-async-scheduler"
 

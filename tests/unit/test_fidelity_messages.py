@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from builders import make_framework, make_node, make_pod, make_snapshot
 
 from scheduler.algorithm import schedule_pod
 from scheduler.cache import Nominator
@@ -21,6 +20,7 @@ from scheduler.framework.diagnosis import fit_error_message, status_histogram
 from scheduler.framework.interfaces import FilterPlugin, PostFilterPlugin, PreFilterPlugin
 from scheduler.framework.status import Code, Status
 from scheduler.plugins.registry import in_tree_registry
+from tests.unit.helpers.builders import make_framework, make_node, make_pod, make_snapshot
 
 PORTS = "node(s) didn't have free ports for the requested pod ports"
 TAINTS = "node(s) had untolerated taint(s)"

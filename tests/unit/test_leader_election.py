@@ -19,7 +19,7 @@ from scheduler.leader import (
     LeaderRecord,
     can_acquire,
 )
-from tests.unit.fake_clock import FakeClock
+from tests.unit.helpers.fake_clock import FakeClock
 
 
 class VirtualTime:

@@ -19,12 +19,12 @@ from scheduler.framework.status import Status
 from scheduler.leader import LeaderElectionSettings, LeaderElector, LeaseFence
 from scheduler.loop import FENCED_BIND
 from scheduler.preemption.victim_evictions import FENCED_DELETE, FENCED_PATCH
-from tests.unit.fake_clock import FakeClock
-from tests.unit.test_client_dispatcher import FakeConnection, FakeSleep
+from tests.unit.client.test_dispatcher import FakeConnection, FakeSleep
+from tests.unit.helpers.fake_clock import FakeClock
+from tests.unit.preemption.test_executor import decision, harness, pod
 from tests.unit.test_leader_election import LeaseStore, VirtualTime
 from tests.unit.test_loop import attempts
 from tests.unit.test_loop import build as build_loop
-from tests.unit.test_preemption_executor import decision, harness, pod
 
 RENEW_DEADLINE = 10.0  # the settings' default, as kube-scheduler's
 
@@ -156,7 +156,7 @@ async def test_a_follower_is_fenced_but_not_nudged() -> None:
 
 async def schedule_one_pod(loop: Any, queue: Any) -> Any:
     """A pod through the scheduling cycle and its binding cycle."""
-    from tests.unit.builders import make_pod
+    from tests.unit.helpers.builders import make_pod
 
     p = make_pod("web").obj()
     queue.add(p)

@@ -1,5 +1,5 @@
 """The scheduling loop (scheduler/loop.py): its failure paths (issue 15), first against a
-scriptable fake framework (tests/unit/fake_framework.py) with the real Cache,
+scriptable fake framework (tests/unit/helpers/fake_framework.py) with the real Cache,
 SchedulingQueue, Nominator, StatusWriter and SchedulerMetrics, then against a real
 framework: a cycle that crashes requeues its pod with backoff, tells it with a
 FailedScheduling event and counts scheduler_schedule_attempts_total{result="error"}, as
@@ -41,9 +41,9 @@ from scheduler.queue import SchedulingQueue
 from scheduler.queue.events import ASSIGNED_POD_DELETE
 from scheduler.scheduling_failure import RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, truncate_message
 from scheduler.status_writer import StatusWriter
-from tests.unit.builders import make_framework, make_node, make_pod
-from tests.unit.fake_clock import FakeClock
-from tests.unit.fake_framework import (
+from tests.unit.helpers.builders import make_framework, make_node, make_pod
+from tests.unit.helpers.fake_clock import FakeClock
+from tests.unit.helpers.fake_framework import (
     NODE,
     DeclaredPostFilter,
     FakeFramework,

@@ -13,7 +13,7 @@ from typing import Any
 from scheduler.app import RunOptions, SchedulerApp
 from scheduler.catalog import default_config
 from scheduler.client.connection import Response
-from tests.unit.builders import make_node, make_pod
+from tests.unit.helpers.builders import make_node, make_pod
 
 Raw = dict[str, Any]
 GONE = {"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}}

@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry, Counter
 
 from kas_dev.cluster.scheduler_https import serving_ca
 from scheduler.server import HealthServer
-from tests.serving_helpers import Served, make_served
+from tests.unit.helpers.serving import Served, make_served
 
 _SERVED: dict[int, Served] = {}
 

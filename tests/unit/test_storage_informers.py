@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import asyncio
 
-from builders import make_framework, make_pod
-
 from scheduler.framework import Handle, InMemoryListers
 from scheduler.framework.cluster_event import EventResource
 from scheduler.model.volume import pvc_from_dict, storage_class_from_dict
 from scheduler.queue import SchedulingQueue
 from scheduler.storage_informers import StorageFeed
-from tests.unit.fake_clock import FakeClock
+from tests.unit.helpers.builders import make_framework, make_pod
+from tests.unit.helpers.fake_clock import FakeClock
 
 
 def _pvc(name: str) -> dict[str, object]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from scheduler.supervisor import Supervisor
-from tests.serving_helpers import make_served
+from tests.unit.helpers.serving import make_served
 
 
 async def forever() -> None:
