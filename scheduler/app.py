@@ -31,7 +31,7 @@ from scheduler.cache import Cache, Nominator
 from scheduler.client.connection import Connection
 from scheduler.client.dispatcher import Dispatcher, DispatcherSettings
 from scheduler.client.events import EventRecorder, pod_ref
-from scheduler.client.informer import NODES, PODS, Informer
+from scheduler.client.informer import NODES, PODS, Informer, Store
 from scheduler.config import (
     SchedulerConfiguration,
 )
@@ -115,6 +115,11 @@ class SchedulerApp:
         self.identity = options.identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
         self.metrics = SchedulerMetrics()
         self.profile_names = [p.scheduler_name for p in cfg.profiles]
+        self.leader_elect = (
+            cfg.leader_election.leader_elect
+            if options.leader_elect is None
+            else options.leader_elect
+        )
         # built in dependency order; each phase only uses what the earlier ones made
         self._build_client()
         self._build_cache()
@@ -177,6 +182,10 @@ class SchedulerApp:
             lambda: self.cache.statistics()["assumed_pods"]
         )
         self.nominator = Nominator()
+        # the pods as the API server last said (the pod informer's store): the parts built
+        # before the informer (the volume binder's pod_exists, the status writer, explain)
+        # read this, not the informer
+        self.pods: Store[PodInfo] = Store()
         self.listers = InMemoryListers()
         self.workloads = WorkloadSelectors()
 
@@ -250,6 +259,15 @@ class SchedulerApp:
         )
         for fwk in self.frameworks.values():
             fwk.set_pod_activator(self.queue)
+        if self.policies is not None:
+            queue = self.queue
+
+            def requeue_waiting() -> None:
+                # the rules changed: every waiting pod gets a fresh attempt now (rare: a
+                # policy created, changed or deleted)
+                queue.activate([i.pod for i, where in queue.pending_pods()])
+
+            self.policies.set_requeue_waiting(requeue_waiting)
         self.pod_handler = PodEventHandler(
             self.cache, self.queue, self.nominator, self.profile_names, on_refused=self._refuse_pod
         )
@@ -258,6 +276,7 @@ class SchedulerApp:
             self.connection, PODS, pod_from_dict, self.pod_handler,
             update_transform=pod_update_from_dict,
             field_selector=POD_FIELD_SELECTOR, on_transform_error=self._bad_pod, name="pods",
+            store=self.pods,
         )  # fmt: skip
         self.node_informer: Informer[NodeInfo] = Informer(
             self.connection, NODES, node_from_dict, self.node_handler, name="nodes"
@@ -308,13 +327,13 @@ class SchedulerApp:
         self.attempts = AttemptLog()
         self.loop.on_unschedulable = self.attempts.record
         self.explainer = Explainer(
-            pod_lookup=self.pod_informer.get,
+            pod_lookup=self.pods.get,
             frameworks=self.frameworks,
             cache=self.cache,
             nominator=self.nominator,
             attempts=self.attempts,
             queue_of=self.queue.where,
-            is_leader=lambda: self.elector is None or self._leading.is_set(),
+            is_leader=lambda: not self.leader_elect or self._leading.is_set(),
         )
         explain = explain_http_handler(self.explainer, can_read_pods=self.server.can_read_pods)
         self.server.add_get(EXPLAIN_PATH, explain, authorizes_itself=True)
@@ -327,9 +346,6 @@ class SchedulerApp:
     def _build_leader_election(self) -> None:
         """The elector, when leader election is on."""
         le = self.cfg.leader_election
-        self.leader_elect = (
-            le.leader_elect if self.options.leader_elect is None else self.options.leader_elect
-        )
         if self.leader_elect:
             self.elector = LeaderElector(
                 self.lease_dispatcher,
@@ -353,11 +369,6 @@ class SchedulerApp:
             ns = self.listers.get_namespace(name)
             return ns.labels if ns is not None else None
 
-        def requeue_waiting() -> None:
-            # the rules changed: every waiting pod gets a fresh attempt now (rare: a
-            # policy created, changed or deleted)
-            self.queue.activate([i.pod for i, where in self.queue.pending_pods()])
-
         return PolicyRuntime(
             self.connection,  # the scheduler's own identity and server address
             self.dispatcher,
@@ -365,7 +376,6 @@ class SchedulerApp:
             is_leader=lambda: (
                 (not self.leader_elect or self._leading.is_set()) and not self._lost_lease
             ),
-            requeue_waiting=requeue_waiting,
             metrics=PolicyMetrics(self.metrics.registry),
         )
 
@@ -380,14 +390,14 @@ class SchedulerApp:
         return fwk.run_pre_enqueue(pod) if fwk is not None else Status.success()
 
     def _pod_exists(self, pod: PodInfo) -> bool:
-        current = self.pod_informer.get(pod.key)
+        current = self.pods.get(pod.key)
         return current is not None and current.uid == pod.uid
 
     def _current_pod(self, pod: PodInfo) -> PodInfo | None:
-        return self.pod_informer.get(pod.key)
+        return self.pods.get(pod.key)
 
     def _is_pending(self, pod: PodInfo) -> bool:
-        current = self.pod_informer.get(pod.key)
+        current = self.pods.get(pod.key)
         return current is not None and current.uid == pod.uid and not current.node_name
 
     def _bad_pod(self, raw: dict[str, Any], exc: Exception) -> None:

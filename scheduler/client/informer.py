@@ -208,7 +208,10 @@ class Informer(Generic[T]):
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         name: str | None = None,
         relist_after_error: bool = False,
+        store: Store[T] | None = None,
     ) -> None:
+        """`store`: where the records live (default: a new one); the app passes the pods'
+        own so the parts built before the informer can already hold it."""
         self._connection = connection
         self.resource = resource
         self._transform = transform
@@ -225,7 +228,7 @@ class Informer(Generic[T]):
         self._sleep = sleep
         self._relist_after_error = relist_after_error
         self.name = name or str(resource)
-        self.store: Store[T] = Store()
+        self.store: Store[T] = store if store is not None else Store()
         self._state = InformerState.CREATED
         self._synced = asyncio.Event()
         self._stopped = asyncio.Event()

@@ -43,22 +43,24 @@ class PolicyRuntime:
         ns_labels: Callable[[str], Mapping[str, str] | None],
         *,
         is_leader: Callable[[], bool],
-        requeue_waiting: Callable[[], None],
         metrics: PolicyMetrics | None = None,
     ) -> None:
         self._dispatcher = dispatcher
+        # the queue is built after the preemption plugin that reads this runtime's store:
+        # set_requeue_waiting wires it (until then nothing waits)
+        self._requeue_waiting: Callable[[], None] = lambda: None
         metrics = metrics if metrics is not None else PolicyMetrics()
         self.metrics = metrics
         self.sync = PolicySync()
         self.store = PolicyStore(
-            ns_labels, metrics=metrics, on_spec_change=requeue_waiting, sync=self.sync
+            ns_labels, metrics=metrics, on_spec_change=self._requeue, sync=self.sync
         )
         self.watcher = PolicyWatcher(connection, self.store, self.sync, metrics=metrics)
 
         def became_current() -> None:
             self.watcher.became_current()
             # the preemptors refused meanwhile get their attempt now
-            requeue_waiting()
+            self._requeue()
 
         self.sync.on_current = became_current
         metrics.synced.set_function(lambda: 1.0 if self.sync.current else 0.0)
@@ -71,6 +73,13 @@ class PolicyRuntime:
         )
         self.store.on_change = self.status.mark
         self._tasks: list[asyncio.Task[Any]] = []
+
+    def set_requeue_waiting(self, requeue_waiting: Callable[[], None]) -> None:
+        """What gives every waiting pod a fresh attempt when the rules change."""
+        self._requeue_waiting = requeue_waiting
+
+    def _requeue(self) -> None:
+        self._requeue_waiting()
 
     async def _patch_status(self, path: str, body: dict[str, Any]) -> Any:
         # a leader-only write: fenced as a bind is, and ending with the lease

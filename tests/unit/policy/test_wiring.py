@@ -10,6 +10,7 @@ from typing import Any
 from scheduler.app import RunOptions, SchedulerApp
 from scheduler.catalog import default_config
 from scheduler.policy.sync import NOT_LISTED
+from tests.unit.helpers.builders import make_pod
 
 
 class SilentConnection:
@@ -60,3 +61,27 @@ async def test_a_policy_task_that_dies_outside_shutdown_fails_healthz() -> None:
     assert "policy-watcher" in (app.tasks.healthz() or "")
     app.tasks.begin_shutdown()
     await app.policies.stop()
+
+
+async def test_policies_in_sync_give_the_apps_waiting_pods_a_fresh_attempt() -> None:
+    # the queue is built after the runtime (preemption reads the runtime's store): the app
+    # wires the requeue once the queue exists, and it reaches the queue the loop pops
+    app = SchedulerApp(
+        default_config(),
+        SilentConnection(),  # type: ignore[arg-type]
+        RunOptions(leader_elect=False, identity="me", preemption_policies=True),
+    )
+    assert app.policies is not None
+    pod = make_pod("waiting").scheduler(app.profile_names[0]).obj()
+    app.queue.add(pod)
+    popped = await app.queue.pop()
+    assert popped is not None
+    app.queue.add_unschedulable_if_not_present(
+        popped, ["DefaultPreemption"], app.queue.scheduling_cycle
+    )
+    app.queue.done(popped.uid)
+    assert [where for _, where in app.queue.pending_pods()] == ["unschedulable"]
+    app.policies.sync.listed()
+    app.policies.sync.crd_checked(None)
+    assert app.policies.sync.current
+    assert [where for _, where in app.queue.pending_pods()] == ["active"]
