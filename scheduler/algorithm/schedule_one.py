@@ -434,11 +434,12 @@ def schedule_pod(
     else:
         st = framework.run_pre_score(state, pod, snapshot, feasible)
         if not st.ok:
-            # upstream RunPreScorePlugins' wording: the pod's event and condition carry it
-            raise SchedulingError(st, f'running PreScore plugin "{st.plugin}": {st.message()}')
+            # worded as upstream's RunPreScorePlugins: the pod's event and condition carry it
+            raise SchedulingError(st, st.message())
         total, per_plugin, raw, st = framework.run_score_keeping_raw(state, pod, snapshot, feasible)
         if not st.ok:
-            raise SchedulingError(st)
+            # worded as RunScorePlugins / normalizeScores
+            raise SchedulingError(st, st.message())
     if log.isEnabledFor(logging.DEBUG):
         _log_final_scores(pod, snapshot, feasible, total, per_plugin, framework.weights)
     best = np.flatnonzero(total == total.max())

@@ -27,6 +27,7 @@ from scheduler.framework.filter_runner import FilterRunner
 from scheduler.framework.handle import Handle, NominatedPods, PodActivator
 from scheduler.framework.interfaces import (
     MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
     BatchScorePlugin,
     BindPlugin,
     EnqueueExtensions,
@@ -307,13 +308,15 @@ class Framework:
     def run_pre_score(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, slots: IntArray
     ) -> Status:
+        """A failure is an ERROR in RunPreScorePlugins' words (framework/runtime/
+        framework.go: `running PreScore plugin "X": <the plugin's message>`)."""
         for p in self.pre_score_plugins:
             st = p.pre_score(state, pod, snapshot, slots)
             if st.code == Code.SKIP:
                 state.skip_score.add(p.name)
                 continue
             if not st.ok:
-                return with_plugin(st, p.name)
+                return _score_error(f'running PreScore plugin "{p.name}": {st.message()}', p.name)
         return Status.success()
 
     def run_score(
@@ -339,7 +342,8 @@ class Framework:
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, slots: IntArray
     ) -> tuple[dict[str, IntArray], Status]:
         """Each Score plugin not skipped this cycle on `slots`, before normalizing
-        (upstream runRawScorePlugins)."""
+        (upstream runRawScorePlugins). A failure is an ERROR worded as RunScorePlugins
+        wraps runRawScorePlugins' (`running Score plugins: plugin "X" failed with: ...`)."""
         raw: dict[str, IntArray] = {}
         for p in self.score_plugins:
             if p.name in state.skip_score:
@@ -355,7 +359,8 @@ class Framework:
             for s in slots.tolist():
                 v, st = one.score(state, pod, snapshot.view(s))
                 if not st.ok:
-                    return raw, with_plugin(st, p.name)
+                    why = f'running Score plugins: plugin "{p.name}" failed with: {st.message()}'
+                    return raw, _score_error(why, p.name)
                 values.append(v)
             raw[p.name] = np.asarray(values, dtype=np.int64)
         return raw, Status.success()
@@ -364,8 +369,9 @@ class Framework:
         self, state: CycleState, pod: PodInfo, raw: Mapping[str, IntArray], slots: IntArray
     ) -> tuple[IntArray, dict[str, IntArray], Status]:
         """NormalizeScore of each plugin not skipped this cycle over its raw scores
-        (left untouched), range check, weighted sum (upstream normalizeScores). A
-        plugin without raw scores here scores 0 everywhere."""
+        (left untouched), range check, weighted sum (upstream normalizeScores, whose
+        error wording the statuses carry). A plugin without raw scores here scores 0
+        everywhere."""
         total = np.zeros(len(slots), dtype=np.int64)
         per_plugin: dict[str, IntArray] = {}
         for p in self.score_plugins:
@@ -376,10 +382,21 @@ class Framework:
             if declares(p, NormalizeScorePlugin):
                 st = cast(NormalizeScorePlugin, p).normalize_scores(state, pod, scores, slots)
                 if not st.ok:
-                    return total, per_plugin, with_plugin(st, p.name)
-            if len(scores) and (scores.min() < 0 or scores.max() > MAX_NODE_SCORE):
-                err = f"plugin {p.name} returned a score outside [0, {MAX_NODE_SCORE}]"
-                return total, per_plugin, Status(Code.ERROR, (err,), p.name)
+                    why = (
+                        f'running Normalize on Score plugins: plugin "{p.name}" failed with: '
+                        f"{st.message()}"
+                    )
+                    return total, per_plugin, _score_error(why, p.name)
+            if len(scores) and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
+                # upstream checks nodes in parallel and reports whichever it meets first;
+                # here the first in node order
+                outside = np.flatnonzero((scores < MIN_NODE_SCORE) | (scores > MAX_NODE_SCORE))
+                why = (
+                    f'applying score defaultWeights on Score plugins: plugin "{p.name}" '
+                    f"returns an invalid score {int(scores[outside[0]])}, it should in the "
+                    f"range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                )
+                return total, per_plugin, _score_error(why, p.name)
             per_plugin[p.name] = scores
             total += scores * self.weights.get(p.name, 1)
         return total, per_plugin, Status.success()
@@ -448,3 +465,7 @@ class Framework:
         for p in self.post_bind_plugins:
             p.post_bind(state, pod, node_name)
 
+
+def _score_error(message: str, plugin: str) -> Status:
+    # upstream fwk.AsStatus(err): an ERROR whatever the plugin's own code was
+    return Status(Code.ERROR, (message,), plugin)

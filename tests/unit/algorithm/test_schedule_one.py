@@ -22,8 +22,10 @@ from scheduler.framework import (
     NodeDryRun,
     ScheduleResult,
     SearchState,
+    build_profile,
 )
-from scheduler.framework.status import Code
+from scheduler.framework.interfaces import NormalizeScorePlugin, ScorePlugin
+from scheduler.framework.status import Code, Status
 from scheduler.plugins.registry import in_tree_registry
 from tests.unit.helpers.builders import make_framework, make_node, make_pod, make_snapshot
 
@@ -513,4 +515,73 @@ def test_a_pre_filter_error_ends_the_cycle_in_upstreams_words() -> None:
     with pytest.raises(SchedulingError) as raised:
         _schedule(fw, make_pod("p").obj(), snap)
     assert str(raised.value) == 'running PreFilter plugin "NodeResourcesFit": boom'
+    assert raised.value.status.plugin == "NodeResourcesFit"
+
+
+class _OddScore(ScorePlugin, NormalizeScorePlugin):
+    """A Score plugin that fails at Score, fails at NormalizeScore, or normalizes out of
+    range, as told."""
+
+    name = "OddScore"
+
+    def __init__(self, fails_at: str) -> None:
+        self.fails_at = fails_at
+
+    def score(self, state: Any, pod: Any, view: Any) -> tuple[int, Status]:
+        if self.fails_at == "score" and view.name == "n2":
+            return 0, Status.from_error(RuntimeError("no score for n2"))
+        return 10, Status.success()
+
+    def normalize_scores(self, state: Any, pod: Any, scores: Any, slots: Any) -> Status:
+        if self.fails_at == "normalize":
+            return Status.from_error(RuntimeError("cannot normalize"))
+        if self.fails_at == "range":
+            scores[1] = 101
+        return Status.success()
+
+
+@pytest.mark.parametrize(
+    ("fails_at", "message"),
+    [
+        # framework/runtime/framework.go RunScorePlugins around runRawScorePlugins
+        ("score", 'running Score plugins: plugin "OddScore" failed with: no score for n2'),
+        # normalizeScores, NormalizeScore step
+        ("normalize",
+         'running Normalize on Score plugins: plugin "OddScore" failed with: cannot normalize'),
+        # normalizeScores, the range check before the weights (MinScore 0, MaxScore 100)
+        ("range",
+         'applying score defaultWeights on Score plugins: plugin "OddScore" returns an invalid '
+         "score 101, it should in the range of [0, 100] after normalizing"),
+    ],
+)  # fmt: skip
+def test_a_score_error_ends_the_cycle_in_upstreams_words(fails_at: str, message: str) -> None:
+    from scheduler.algorithm import SchedulingError
+
+    registry = in_tree_registry()
+    registry.register("OddScore", _OddScore, lambda args, handle: _OddScore(fails_at))
+    multi = tuple(r for r in names.DEFAULT_MULTI_POINT if r.name != names.DEFAULT_PREEMPTION)
+    fw = Framework(
+        build_profile((*multi, names.PluginRef("OddScore")), implements=registry.implements),
+        registry,
+    )
+    snap = make_snapshot([make_node("n1"), make_node("n2"), make_node("n3")])
+    with pytest.raises(SchedulingError) as raised:
+        _schedule(fw, make_pod("p").obj(), snap)
+    assert str(raised.value) == message
+    assert raised.value.status.code == Code.ERROR
+    assert raised.value.status.plugin == "OddScore"
+
+
+def test_a_pre_score_error_ends_the_cycle_in_upstreams_words() -> None:
+    from scheduler.algorithm import SchedulingError
+
+    fw = make_framework()
+    plugin = next(p for p in fw.pre_score_plugins if p.name == "NodeResourcesFit")
+    plugin.pre_score = lambda state, pod, snapshot, slots: Status.from_error(  # type: ignore[method-assign]
+        RuntimeError("boom")
+    )
+    snap = make_snapshot([make_node("n1"), make_node("n2")])
+    with pytest.raises(SchedulingError) as raised:
+        _schedule(fw, make_pod("p").obj(), snap)
+    assert str(raised.value) == 'running PreScore plugin "NodeResourcesFit": boom'
     assert raised.value.status.plugin == "NodeResourcesFit"
