@@ -227,6 +227,13 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument(
         "--real-nodes", type=int, default=0, help="number of real nodes (implies --real-node)"
     )
+    up.add_argument(
+        "--generic-workload",
+        action="store_true",
+        help="serve the Workload and PodGroup API (scheduling.k8s.io/v1beta1, gangs): the "
+        "GenericWorkload gate on kube-apiserver, the controller manager and upstream "
+        "kube-scheduler",
+    )
     up.set_defaults(func=_checkout_command("kas_dev.commands", "cluster_up"))
     status = csub.add_parser("status", help="show the cluster's processes")
     status.add_argument("--dir", default=DEFAULT_CLUSTER_DIR)

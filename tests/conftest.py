@@ -23,13 +23,18 @@ _counter = itertools.count()
 os.environ["KAS_CLUSTER_DIE_WITH_PARENT"] = "1"
 
 
-def _start(tmp_path_factory: pytest.TempPathFactory, nodes: list[NodeGroup] | int) -> ClusterHandle:
+def _start(
+    tmp_path_factory: pytest.TempPathFactory,
+    nodes: list[NodeGroup] | int,
+    *,
+    generic_workload: bool = False,
+) -> ClusterHandle:
     try:
         find_binaries()
     except ClusterError as exc:
         pytest.fail(f"the control-plane binaries are missing: {exc}", pytrace=False)
     local = LocalCluster(tmp_path_factory.mktemp(f"cluster{next(_counter)}"))
-    local.up(nodes)
+    local.up(nodes, generic_workload=generic_workload)
     return ClusterHandle(local)
 
 
@@ -46,11 +51,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHandle]
 def make_cluster(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Callable[..., ClusterHandle]]:
-    """A factory for fresh clusters (about 3 s each); all are stopped after the test."""
+    """A factory for fresh clusters (about 3 s each); all are stopped after the test.
+    `generic_workload=True` serves the Workload/PodGroup API (LocalCluster.up)."""
     made: list[ClusterHandle] = []
 
-    def make(nodes: list[NodeGroup] | int = 0) -> ClusterHandle:
-        handle = _start(tmp_path_factory, nodes)
+    def make(nodes: list[NodeGroup] | int = 0, *, generic_workload: bool = False) -> ClusterHandle:
+        handle = _start(tmp_path_factory, nodes, generic_workload=generic_workload)
         made.append(handle)
         return handle
 

@@ -18,6 +18,14 @@ Why these flags:
   nodes keep no leases fresh, and we do not want nodes tainted under the tests' feet. Its
   disruption controller computes PodDisruptionBudget status, which preemption needs.
 - etcd with `--unsafe-no-fsync`: tests and benchmarks, never data anyone keeps.
+- `generic_workload=True` (`cluster up --generic-workload`): the Workload and PodGroup API
+  of v1.37.2 (gangs). Both are behind the GenericWorkload gate (beta, off by default:
+  pkg/features/kube_features.go) and served at scheduling.k8s.io/v1beta1, a beta version
+  disabled by default (pkg/controlplane/instance.go), so kube-apiserver gets the gate and
+  the runtime-config; kube-controller-manager gets the gate for its
+  podgroup-protection-controller (without it the finalizer the PodGroupProtection
+  admission plugin puts on every PodGroup is never removed, and no PodGroup can be
+  deleted); an upstream kube-scheduler started for this cluster gets `feature_gate_args`.
 """
 
 from __future__ import annotations
@@ -53,6 +61,9 @@ COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kwok")
 SERVICE_CIDR = "10.0.0.0/24"
 # Pod IPs are only strings kwok writes into pod status; nothing is ever sent to them.
 POD_CIDR = "10.64.0.0/10"
+# docs/plans/gangs.md section 1: what the Workload/PodGroup API needs in each component
+GENERIC_WORKLOAD_GATES = ("GenericWorkload=true",)
+GENERIC_WORKLOAD_RUNTIME_CONFIG = ("scheduling.k8s.io/v1beta1=true",)
 KWOK_STAGES = (
     "node/fast/node-initialize.yaml",
     "pod/fast/pod-ready.yaml",
@@ -78,6 +89,11 @@ class ClusterState:
     # every process ever started for this cluster (retries and restarts included), so
     # down() leaves none behind even if one was replaced in `pids`
     started: list[tuple[str, int]] = field(default_factory=list)
+    # feature gates ("Name=true") given to kube-apiserver, kube-controller-manager and any
+    # kube-scheduler started for this cluster; runtime-config entries for kube-apiserver.
+    # Kept in the state so a component restarted later (fault tests) gets them again.
+    feature_gates: list[str] = field(default_factory=list)
+    runtime_config: list[str] = field(default_factory=list)
 
     @property
     def api_url(self) -> str:
@@ -118,6 +134,12 @@ class LocalCluster:
         if self.state is None:
             raise ClusterError(f"no cluster in {self.dir}")
         return self.state.api_url
+
+    def feature_gate_args(self) -> list[str]:
+        """`--feature-gates=...` for a control-plane component of this cluster (kube-apiserver,
+        kube-controller-manager, an upstream kube-scheduler), or nothing."""
+        gates = self.state.feature_gates if self.state is not None else []
+        return [f"--feature-gates={','.join(gates)}"] if gates else []
 
     def _pki(self) -> Pki:
         return pki_paths(self.pki_dir)
@@ -162,6 +184,7 @@ class LocalCluster:
         progress: Progress = _quiet,
         extra_apiserver_args: Iterable[str] = (),
         real_nodes: int = 0,
+        generic_workload: bool = False,
     ) -> None:
         self._check_directory()
         bins = find_binaries(self._bin_dir)
@@ -183,6 +206,8 @@ class LocalCluster:
             bin_dir=str(bins.bin_dir),
             ports=ports,
             binaries={n: str(bins.path(n)) for n in COMPONENTS},
+            feature_gates=list(GENERIC_WORKLOAD_GATES) if generic_workload else [],
+            runtime_config=list(GENERIC_WORKLOAD_RUNTIME_CONFIG) if generic_workload else [],
         )
         self._extra_apiserver_args = list(extra_apiserver_args)
         self._real_node_mode = real_nodes > 0
@@ -306,6 +331,12 @@ class LocalCluster:
                 "--max-requests-inflight=1000",
                 "--max-mutating-requests-inflight=500",
                 f"--cert-dir={self.pki_dir / 'apiserver-generated'}",
+                *self.feature_gate_args(),
+                *(
+                    [f"--runtime-config={','.join(self.state.runtime_config)}"]
+                    if self.state.runtime_config
+                    else []
+                ),
                 *self._extra_apiserver_args,
             ]
         if name == "kube-controller-manager":
@@ -322,6 +353,7 @@ class LocalCluster:
                 "--use-service-account-credentials=false",
                 "--kube-api-qps=200",
                 "--kube-api-burst=400",
+                *self.feature_gate_args(),
             ]
         if name == "kwok":
             return [
@@ -572,6 +604,7 @@ class LocalCluster:
             "api_url": self.state.api_url,
             "kubeconfig": str(self.kubeconfig),
             "version": self.state.version,
+            "feature_gates": list(self.state.feature_gates),
             "components": {
                 n: {
                     "pid": self.state.pids.get(n),

@@ -223,6 +223,7 @@ def _start_kube_scheduler(cluster: LocalCluster, bin_dir: Path) -> None:
         f"--secure-port={port}",
         "--leader-elect=false",
         "-v=1",
+        *cluster.feature_gate_args(),
     ]
     pid = process.start("kube-scheduler", argv, cluster.log_dir)
     _track(cluster, "kube-scheduler", pid, str(binary))
