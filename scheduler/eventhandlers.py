@@ -16,8 +16,9 @@ elsewhere.
 
 No pod the API server stores is dropped: the model reads every pod it can name (see
 model.pod), so an assigned pod always counts on its node. A pending pod of ours that this
-scheduler must not place (PodInfo.refusal(): parts it cannot read, or resource claims,
-which need dynamic resource allocation) never enters the queue; `on_refused` tells the
+scheduler must not place (PodInfo.refusal(): parts it cannot read, resource claims, which
+need dynamic resource allocation, or a pod group, which needs the gang cycle) never
+enters the queue; `on_refused` tells the
 pod why (a FailedScheduling event and PodScheduled=False), once per distinct reason.
 """
 

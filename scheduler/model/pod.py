@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler.model.errors import InvalidObject
 from scheduler.model.json_fields import (
     Problems,
     json_int,
@@ -158,6 +159,10 @@ class PodInfo:
     preferred_node_affinity_error: str = ""
     # names of spec.resourceClaims (dynamic resource allocation)
     resource_claims: tuple[str, ...] = ()
+    # spec.schedulingGroup.podGroupName: the PodGroup (scheduling.k8s.io/v1beta1, gangs)
+    # the pod belongs to; "" for a pod scheduled on its own. The API server keeps the field
+    # only with the GenericWorkload gate on (pkg/api/pod/util.go).
+    pod_group: str = ""
     # what the scheduler could not read (each "path: detail"); see refusal()
     problems: tuple[str, ...] = ()
     # how the scheduling part was read (model.pod_digest, pod_update_from_dict): the
@@ -207,6 +212,13 @@ class PodInfo:
                 + ", ".join(self.resource_claims)
                 + "); this scheduler does not implement dynamic resource allocation"
             )
+        if self.pod_group:
+            # placing members one by one could bind part of a gang, which holds nodes and
+            # is worth nothing: refused until the pod-group cycle exists (docs/plans/gangs.md)
+            return (
+                f'pod belongs to pod group "{self.pod_group}" (spec.schedulingGroup); '
+                "this scheduler does not implement workload-aware (gang) scheduling yet"
+            )
         return ""
 
     def condition(self, type_: str) -> PodCondition | None:
@@ -255,6 +267,7 @@ _SCHEDULING_FIELDS = (
     "pvc_names",
     "volumes",
     "resource_claims",
+    "pod_group",
 )
 
 
@@ -364,6 +377,20 @@ def _read_pod(raw: Mapping[str, Any], previous: PodInfo | None) -> PodInfo:
     )
 
 
+def _pod_group_name(raw: Any, path: str) -> str:
+    """spec.schedulingGroup (core/v1 PodSchedulingGroup, a union whose one member today is
+    podGroupName); absent reads as "". The API server validates it, so anything else is a
+    pod this scheduler cannot read."""
+    if raw is None:
+        return ""
+    if not isinstance(raw, dict):
+        raise InvalidObject(path, "must be an object")
+    name = raw.get("podGroupName")
+    if not isinstance(name, str) or not name:
+        raise InvalidObject(f"{path}.podGroupName", "must be a non-empty string")
+    return name
+
+
 def _scheduling_part(
     name: str,
     namespace: str,
@@ -454,6 +481,9 @@ def _scheduling_part(
         str(c.get("name") or "")
         for c in problems.objects(spec.get("resourceClaims"), "spec.resourceClaims")
     )
+    pod_group = problems.read(
+        _pod_group_name, spec.get("schedulingGroup"), "spec.schedulingGroup", default=""
+    )
     policy = spec.get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY
     if policy not in (PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER):
         problems.add("spec.preemptionPolicy", f"unsupported value {policy!r}")
@@ -495,4 +525,5 @@ def _scheduling_part(
         "pvc_names": tuple(v.claim_name for v in volumes if v.claim_name),
         "volumes": volumes,
         "resource_claims": claims,
+        "pod_group": pod_group,
     }

@@ -226,6 +226,11 @@ def test_node_affinity_and_pvcs_and_conditions() -> None:
             lambda r: r["metadata"].update(deletionTimestamp="yesterday"),
             "metadata.deletionTimestamp",
         ),
+        (lambda r: r["spec"].update(schedulingGroup="trainers"), "spec.schedulingGroup"),
+        (
+            lambda r: r["spec"].update(schedulingGroup={"podGroupName": 3}),
+            "spec.schedulingGroup.podGroupName",
+        ),
     ],
 )
 def test_unreadable_field_is_a_problem_and_the_rest_still_counts(mutate: Any, path: str) -> None:
@@ -245,3 +250,31 @@ def test_unreadable_field_is_a_problem_and_the_rest_still_counts(mutate: Any, pa
 def test_pod_without_name_is_invalid() -> None:
     with pytest.raises(InvalidObject, match=r"metadata\.name"):
         pod_from_dict({"metadata": {}, "spec": {}})
+
+
+def test_a_pod_group_member_is_read_and_refused_until_gangs_are_built() -> None:
+    # spec.schedulingGroup.podGroupName (core/v1 PodSchedulingGroup): placing members one
+    # by one could bind part of a gang, so the pod is refused, and still counts on its node
+    raw = make_pod("trainer-0", "ns").container(cpu="1").raw()
+    raw["spec"]["schedulingGroup"] = {"podGroupName": "trainers"}
+    p = pod_from_dict(raw)
+    assert p.pod_group == "trainers"
+    assert p.problems == ()
+    assert p.refusal() == (
+        'pod belongs to pod group "trainers" (spec.schedulingGroup); this scheduler does '
+        "not implement workload-aware (gang) scheduling yet"
+    )
+    assert p.requests["cpu"] == 1000
+    solo = make_pod("solo", "ns").obj()
+    assert (solo.pod_group, solo.refusal()) == ("", "")
+
+
+def test_the_pod_group_is_read_again_when_only_it_changes() -> None:
+    # the field is part of the scheduling inputs' digest (all of spec): an update that
+    # changes it is parsed again, not reused from the previous record
+    from scheduler.model.pod import pod_update_from_dict
+
+    raw = make_pod("trainer-0", "ns").raw()
+    first = pod_from_dict(raw)
+    raw["spec"]["schedulingGroup"] = {"podGroupName": "trainers"}
+    assert pod_update_from_dict(raw, first).pod_group == "trainers"
