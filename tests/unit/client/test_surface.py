@@ -1,18 +1,26 @@
-"""The client package's public surface: every exported name resolves, and nothing
-outside scheduler/client imports kubernetes_asyncio."""
+"""The client package's surface: nothing outside scheduler/client imports
+kubernetes_asyncio, and the error tree others catch does not load the transport."""
 
 from __future__ import annotations
 
 import pathlib
+import subprocess
+import sys
 
 import scheduler.client as client
 
 PACKAGE = pathlib.Path(client.__file__).parent.parent
 
 
-def test_every_exported_name_resolves() -> None:
-    for name in client.__all__:
-        assert getattr(client, name) is not None, name
+def test_the_error_tree_does_not_load_the_transport() -> None:
+    code = (
+        "import sys; import scheduler.client.errors; "
+        "print(sorted(m for m in ('aiohttp', 'kubernetes_asyncio') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "[]"
 
 
 def test_only_the_client_layer_imports_kubernetes_asyncio() -> None:
