@@ -31,20 +31,26 @@ from scheduler.cache import Cache, Nominator
 from scheduler.client.connection import Connection
 from scheduler.client.dispatcher import Dispatcher, DispatcherSettings
 from scheduler.client.events import EventRecorder, pod_ref
-from scheduler.client.informer import NODES, PODS, Informer, Store
+from scheduler.client.informer import NODES, PODS, Informer, Resource, Store
 from scheduler.config import (
     SchedulerConfiguration,
 )
-from scheduler.eventhandlers import NodeEventHandler, PodEventHandler, raw_pod_summary
+from scheduler.eventhandlers import (
+    NodeEventHandler,
+    PodEventHandler,
+    PodGroupEventHandler,
+    raw_pod_summary,
+)
 from scheduler.explain import EXPLAIN_PATH, AttemptLog, Explainer
 from scheduler.explain import http_handler as explain_http_handler
+from scheduler.features import FeatureGates
 from scheduler.framework.handle import Handle, InMemoryListers
 from scheduler.framework.runtime import Framework
 from scheduler.framework.waiting_pods import WaitingPods
 from scheduler.leader import LeaderElectionSettings, LeaderElector, LeaseFence
 from scheduler.lister_informers import lister_informers, pdb_informer
 from scheduler.loop import SchedulingLoop
-from scheduler.metrics import LabelledChildren, PolicyMetrics, SchedulerMetrics
+from scheduler.metrics import LabelledChildren, PodGroupMetrics, PolicyMetrics, SchedulerMetrics
 from scheduler.model import (
     NodeInfo,
     PodInfo,
@@ -53,6 +59,7 @@ from scheduler.model import (
     pod_update_from_dict,
 )
 from scheduler.model.pdb import PDBInfo
+from scheduler.model.pod_group import pod_group_from_dict
 from scheduler.policy.runtime import READINESS_CHECK as POLICIES_READINESS_CHECK
 from scheduler.policy.runtime import PolicyRuntime
 from scheduler.preemption import ExecutorSettings, PreemptionExecutor
@@ -74,6 +81,13 @@ EXIT_BAD_INPUT = 2
 SHUTDOWN_GRACE = 10.0
 # pods in a terminal phase hold no resources and need no scheduling
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+# GenericWorkload: the PodGroups the pods name (the version upstream's informer reads)
+POD_GROUPS = Resource("scheduling.k8s.io", "v1beta1", "podgroups")
+
+
+def pod_group_key(pod: PodInfo) -> str:
+    """The queue's key for a pod's PodGroup ("" for a pod on its own)."""
+    return f"{pod.namespace}/{pod.pod_group}" if pod.pod_group else ""
 
 @dataclass
 class RunOptions:
@@ -86,6 +100,7 @@ class RunOptions:
     event_buffer_size: int = 1000
     """events held for the API server before a burst makes the recorder drop (counted)."""
     preemption_policies: bool = False  # reconcile PreemptionPolicy objects (scheduler.policy)
+    features: FeatureGates = field(default_factory=FeatureGates)
 
 
 class SchedulerApp:
@@ -114,6 +129,11 @@ class SchedulerApp:
         self.elector: LeaderElector | None = None  # created below when leader election is on
         self.identity = options.identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
         self.metrics = SchedulerMetrics()
+        self.features = options.features
+        # registered only with the gate, as upstream's (metrics.go)
+        self.pod_group_metrics = (
+            PodGroupMetrics(self.metrics.registry) if self.features.generic_workload else None
+        )
         self.profile_names = [p.scheduler_name for p in cfg.profiles]
         self.leader_elect = (
             cfg.leader_election.leader_elect
@@ -230,6 +250,7 @@ class SchedulerApp:
                 nominator=self.nominator, waiting_pods=self.waiting_pods,
             )  # fmt: skip
             handle.workload_selectors = self.workloads
+            handle.gang_lookup = self.cache.gang
             self.frameworks[prof.scheduler_name] = Framework(
                 prof,
                 registry,
@@ -256,6 +277,7 @@ class SchedulerApp:
             pod_initial_backoff=float(self.cfg.pod_initial_backoff_seconds),
             pod_max_backoff=float(self.cfg.pod_max_backoff_seconds),
             metrics=m,
+            group_of=pod_group_key,
         )
         for fwk in self.frameworks.values():
             fwk.set_pod_activator(self.queue)
@@ -269,8 +291,9 @@ class SchedulerApp:
 
             self.policies.set_requeue_waiting(requeue_waiting)
         self.pod_handler = PodEventHandler(
-            self.cache, self.queue, self.nominator, self.profile_names, on_refused=self._refuse_pod
-        )
+            self.cache, self.queue, self.nominator, self.profile_names,
+            on_refused=self._refuse_pod, gangs=self.features.generic_workload,
+        )  # fmt: skip
         self.node_handler = NodeEventHandler(self.cache, self.queue)
         self.pod_informer: Informer[PodInfo] = Informer(
             self.connection, PODS, pod_from_dict, self.pod_handler,
@@ -285,6 +308,17 @@ class SchedulerApp:
             self.pdb_informer,
             *lister_informers(self.connection, self.listers, self.workloads, self.queue),
         ]
+        if self.features.generic_workload:
+            pod_groups = PodGroupEventHandler(self.cache, self.queue)
+            self.other_informers.append(
+                Informer(
+                    self.connection,
+                    POD_GROUPS,
+                    pod_group_from_dict,
+                    pod_groups,
+                    name="podgroups",
+                )
+            )
         # one child cache for all informers (metrics.LabelledChildren)
         relists = LabelledChildren(m.informer_relists)
         informer_events = LabelledChildren(m.informer_events)
@@ -315,6 +349,7 @@ class SchedulerApp:
             current_pod=self._current_pod,
             fence=self.fence.open,
             binds=self.tasks.group("binds"),
+            pod_group_metrics=self.pod_group_metrics,
         )
         opts = self.options
         self.server = HealthServer.delegating(

@@ -17,9 +17,15 @@ from typing import Any
 
 from scheduler.config import load
 from scheduler.config.args import PluginArgs
-from scheduler.config.names import DEFAULT_MULTI_POINT, DEFAULT_PREEMPTION, PluginRef
+from scheduler.config.names import (
+    DEFAULT_MULTI_POINT,
+    DEFAULT_MULTI_POINT_GENERIC_WORKLOAD,
+    DEFAULT_PREEMPTION,
+    PluginRef,
+)
 from scheduler.config.types import Profile as ConfigProfile
 from scheduler.config.types import SchedulerConfiguration
+from scheduler.features import FeatureGates
 from scheduler.framework.interfaces import extension_points_of
 from scheduler.framework.profile import build_profile
 from scheduler.framework.registry import Registration, Registry
@@ -49,26 +55,55 @@ def registry(services: PreemptionServices) -> Registry:
     )
 
 
-def load_config(path: str | os.PathLike[str]) -> SchedulerConfiguration:
+def default_multi_point(features: FeatureGates) -> tuple[PluginRef, ...]:
+    """The default profile's multiPoint plugins under these feature gates."""
+    if features.generic_workload:
+        return DEFAULT_MULTI_POINT_GENERIC_WORKLOAD
+    return DEFAULT_MULTI_POINT
+
+
+_NO_GATES = FeatureGates()
+
+
+def load_config(
+    path: str | os.PathLike[str], features: FeatureGates = _NO_GATES
+) -> SchedulerConfiguration:
     """Read, default and validate a KubeSchedulerConfiguration file. Raises ConfigError."""
-    return load.load_config(path, implements=implements)
+    return load.load_config(
+        path, implements=implements, default_multi_point=default_multi_point(features)
+    )
 
 
-def config_from_bytes(data: bytes) -> SchedulerConfiguration:
-    return load.config_from_bytes(data, implements=implements)
+def config_from_bytes(data: bytes, features: FeatureGates = _NO_GATES) -> SchedulerConfiguration:
+    return load.config_from_bytes(
+        data, implements=implements, default_multi_point=default_multi_point(features)
+    )
 
 
-def config_from_yaml(text: str, *, source: str = "") -> SchedulerConfiguration:
-    return load.config_from_yaml(text, source=source, implements=implements)
+def config_from_yaml(
+    text: str, *, source: str = "", features: FeatureGates = _NO_GATES
+) -> SchedulerConfiguration:
+    return load.config_from_yaml(
+        text,
+        source=source,
+        implements=implements,
+        default_multi_point=default_multi_point(features),
+    )
 
 
-def config_from_dict(raw: Mapping[str, Any]) -> SchedulerConfiguration:
-    return load.config_from_dict(raw, implements=implements)
+def config_from_dict(
+    raw: Mapping[str, Any], features: FeatureGates = _NO_GATES
+) -> SchedulerConfiguration:
+    return load.config_from_dict(
+        raw, implements=implements, default_multi_point=default_multi_point(features)
+    )
 
 
-def default_config() -> SchedulerConfiguration:
+def default_config(features: FeatureGates = _NO_GATES) -> SchedulerConfiguration:
     """The configuration used without --config: every default, one profile."""
-    return load.default_config(implements=implements)
+    return load.default_config(
+        implements=implements, default_multi_point=default_multi_point(features)
+    )
 
 
 def profile_for(

@@ -16,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 from scheduler import __version__
+from scheduler.features import FeatureGateError, FeatureGates, parse_feature_gates
 
 EXIT_RUNTIME = 1
 EXIT_BAD_INPUT = 2
@@ -75,7 +76,15 @@ def _checkout_command(module: str, function: str) -> Callable[[argparse.Namespac
     return run
 
 
-def _check_config(path: str) -> int | None:
+def _feature_gates(args: argparse.Namespace) -> FeatureGates | int:
+    """--feature-gates read before anything else; a bad value is exit 2 naming the flag."""
+    try:
+        return parse_feature_gates(args.feature_gates or "")
+    except FeatureGateError as exc:
+        return fail(f"invalid argument for --feature-gates: {exc}", EXIT_BAD_INPUT)
+
+
+def _check_config(path: str, features: FeatureGates) -> int | None:
     """Validate --config before the app is imported and anything connects: a bad file
     ends in exit 2 with one line naming the field. The catalog imports the plugin classes
     (they say which extension points they serve, which multiPoint's expansion needs), not
@@ -84,7 +93,7 @@ def _check_config(path: str) -> int | None:
     from scheduler.config import ConfigError
 
     try:
-        load_config(path)
+        load_config(path, features)
     except ConfigError as exc:
         print(f"kube-async-scheduler: invalid configuration: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -101,13 +110,16 @@ def _check_config(path: str) -> int | None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    features = _feature_gates(args)
+    if isinstance(features, int):
+        return features
     if args.config:
-        failed = _check_config(args.config)
+        failed = _check_config(args.config, features)
         if failed is not None:
             return failed
     from scheduler.process import run_scheduler
 
-    return run_scheduler(args)
+    return run_scheduler(args, features)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -176,6 +188,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--preemption-policies",
         action="store_true",
         help="reconcile PreemptionPolicy objects (scheduling.kas.io; the CRD must be installed)",
+    )
+    run.add_argument(
+        "--feature-gates", default="",
+        help="feature gates as kube-scheduler's flag (A=true,B=false); known: "
+        "GenericWorkload (default false: workload-aware scheduling of pod groups)",
     )
     run.add_argument(
         "--write-config-to", help="write the effective configuration to this file and exit"

@@ -31,7 +31,14 @@ from typing import Any
 from scheduler.cache import Cache, Nominator
 from scheduler.framework.cluster_event import ActionType, ClusterEvent, EventResource
 from scheduler.model import NodeInfo, PodInfo
+from scheduler.model.pod_group import PodGroupInfo
 from scheduler.queue import SchedulingQueue
+from scheduler.queue.events import (
+    POD_GROUP_ADD,
+    POD_GROUP_DELETE,
+    POD_GROUP_UPDATE,
+    UNSCHEDULED_POD_ADD,
+)
 
 log = logging.getLogger(__name__)
 
@@ -98,8 +105,13 @@ class PodEventHandler:
         nominator: Nominator,
         scheduler_names: Collection[str],
         on_refused: Callable[[PodInfo, str], None] | None = None,
+        *,
+        gangs: bool = False,
     ) -> None:
         self.cache = cache
+        # GenericWorkload: members of a PodGroup are queued (and counted in the cache's
+        # gang state) instead of refused
+        self.gangs = gangs
         self.queue = queue
         self.nominator = nominator
         self.scheduler_names = frozenset(scheduler_names)
@@ -117,12 +129,20 @@ class PodEventHandler:
         # updatePodInSchedulingQueue updates it in the queue): when popped it is skipped
         # with upstream's "skip schedule deleting pod" event (loop.schedule_one), and a
         # failed attempt in flight is requeued and told as upstream's is
-        return not pod.node_name and self.responsible_for(pod) and not pod.refusal()
+        return (
+            not pod.node_name
+            and self.responsible_for(pod)
+            and not pod.refusal(gangs=self.gangs)
+        )
 
     def _refuse(self, pod: PodInfo, old: PodInfo | None) -> None:
         """Tell the pod why it is refused, unless it was already told the same."""
-        reason = pod.refusal()
-        if old is not None and self._pending_ours(old) and old.refusal() == reason:
+        reason = pod.refusal(gangs=self.gangs)
+        if (
+            old is not None
+            and self._pending_ours(old)
+            and old.refusal(gangs=self.gangs) == reason
+        ):
             return
         log.warning("refusing pod=%s: %s", pod.key, reason)
         if self.on_refused is not None:
@@ -135,9 +155,24 @@ class PodEventHandler:
             self.cache.add_pod(pod)
             self.queue.assigned_pod_added(pod)
         elif self._queued(pod):
-            self.queue.add(pod)
+            self._enqueue(pod)
         elif self._pending_ours(pod):
             self._refuse(pod, None)
+
+    def _enqueue(self, pod: PodInfo) -> None:
+        """A new pending pod of ours. A PodGroup member is counted in the cache first,
+        then queued, then announced, so a gang waiting for minCount members hears of it
+        (upstream eventhandlers.go addPodToSchedulingQueue)."""
+        if pod.pod_group:
+            self.cache.add_gang_member(pod)
+            self.queue.add(pod)
+            self.queue.move_all_to_active_or_backoff(UNSCHEDULED_POD_ADD, None, pod)
+            return
+        self.queue.add(pod)
+
+    def _dequeue(self, pod: PodInfo) -> None:
+        self.queue.delete(pod)
+        self.cache.remove_gang_member(pod)
 
     def on_update(self, old: PodInfo, new: PodInfo) -> None:
         if self.responsible_for(new) or self.responsible_for(old):
@@ -147,7 +182,8 @@ class PodEventHandler:
                 self.cache.update_pod(old, new)
                 self.queue.assigned_pod_updated(old, new)
             else:
-                # bound since we last saw it (by us or by someone else)
+                # bound since we last saw it (by us or by someone else); a member moves
+                # from unscheduled to assigned in its gang state through cache.add_pod
                 if self._queued(old):
                     self.queue.delete(old)
                 self.cache.add_pod(new)
@@ -157,11 +193,11 @@ class PodEventHandler:
             if self._queued(old):
                 self.queue.update(old, new)
             else:
-                self.queue.add(new)
+                self._enqueue(new)
             return
         if self._queued(old):
             # it became unplaceable while pending
-            self.queue.delete(old)
+            self._dequeue(old)
         if self._pending_ours(new):
             self._refuse(new, old)
 
@@ -188,7 +224,28 @@ class PodEventHandler:
             self.queue.assigned_pod_deleted(pod)
             self._activate_nominees(pod)
         elif self.responsible_for(pod):
-            self.queue.delete(pod)
+            self._dequeue(pod)
+
+
+class PodGroupEventHandler:
+    """PodGroup informer events (GenericWorkload): the cache's gang state first, then a
+    move request, so gated members are checked again (upstream eventhandlers.go)."""
+
+    def __init__(self, cache: Cache, queue: SchedulingQueue[PodInfo]) -> None:
+        self.cache = cache
+        self.queue = queue
+
+    def on_add(self, pod_group: PodGroupInfo) -> None:
+        self.cache.set_pod_group(pod_group)
+        self.queue.move_all_to_active_or_backoff(POD_GROUP_ADD, None, pod_group)
+
+    def on_update(self, old: PodGroupInfo, new: PodGroupInfo) -> None:
+        self.cache.set_pod_group(new)
+        self.queue.move_all_to_active_or_backoff(POD_GROUP_UPDATE, old, new)
+
+    def on_delete(self, pod_group: PodGroupInfo) -> None:
+        self.cache.remove_pod_group(pod_group)
+        self.queue.move_all_to_active_or_backoff(POD_GROUP_DELETE, pod_group, None)
 
 
 def raw_pod_summary(raw: Any) -> tuple[str, str, str, str, str]:

@@ -37,7 +37,8 @@ from scheduler.framework.scheduling_framework import SchedulingFramework
 from scheduler.framework.search import SearchState
 from scheduler.framework.status import Code, Status
 from scheduler.framework.waiting_pods import WaitingPod
-from scheduler.metrics import SchedulerMetrics
+from scheduler.group_cycle import GroupCycle
+from scheduler.metrics import PodGroupMetrics, SchedulerMetrics
 from scheduler.model import PodInfo
 from scheduler.queue import QueuedPodInfo, SchedulingQueue
 from scheduler.scheduling_failure import (
@@ -69,6 +70,7 @@ class SchedulingLoop:
         current_pod: Callable[[PodInfo], PodInfo | None] | None = None,
         fence: Callable[[str], bool] | None = None,
         binds: TaskSet | None = None,
+        pod_group_metrics: PodGroupMetrics | None = None,
     ) -> None:
         self.cache = cache
         self.queue = queue
@@ -98,6 +100,14 @@ class SchedulingLoop:
             fence=fence,
             tasks=binds,
         )
+        # GenericWorkload: members of a PodGroup are scheduled together (group_cycle.py)
+        self.group_cycle: GroupCycle | None = None
+        if pod_group_metrics is not None:
+            self.group_cycle = GroupCycle(
+                cache=cache, queue=queue, nominator=nominator, frameworks=frameworks,
+                algorithms=algorithms, failures=self.failures, binding=self.binding,
+                metrics=pod_group_metrics, clock=clock,
+            )  # fmt: skip
         self._stopping = False
         # told of every FitError after PostFilter (explain keeps the last attempt)
         self.on_unschedulable: Callable[[PodInfo, FitError, str | None], None] | None = None
@@ -150,6 +160,9 @@ class SchedulingLoop:
             )  # fmt: skip
         if fwk is None or pod.deletion_timestamp is not None or self.cache.is_assumed(pod):
             self.queue.done(pod.uid)
+            return
+        if pod.pod_group and self.group_cycle is not None:
+            self.group_cycle.run(info, self.snapshot, self.search)
             return
         start = self.clock.now()
         state = CycleState()

@@ -35,6 +35,7 @@ from prometheus_client.metrics import MetricWrapperBase
 
 __all__ = [
     "LabelledChildren",
+    "PodGroupMetrics",
     "SchedulerMetrics",
     "exponential_buckets",
 ]
@@ -362,6 +363,39 @@ class SchedulerMetrics:
             "leader_election_is_leader",
             "1 when this instance holds the scheduler's lease, else 0.",
             namespace=ns,
+            registry=r,
+        )
+
+
+class PodGroupMetrics:
+    """The pod-group cycle's metrics, registered only with the GenericWorkload gate, as
+    upstream's (k8s.io/kubernetes v1.37.2 pkg/scheduler/metrics/metrics.go)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        r = registry
+        ns = NAMESPACE
+        self.schedule_attempts = Counter(
+            "podgroup_schedule_attempts_total",
+            "Number of attempts to schedule pod groups, by the result. 'unschedulable' means "
+            "a pod group could not be scheduled, 'waiting_on_preemption' that it waits for "
+            "its victims to go, while 'error' means an internal scheduler problem.",
+            ["result", "profile"],
+            namespace=ns,
+            registry=r,
+        )
+        self.attempt_duration = Histogram(
+            "podgroup_scheduling_attempt_duration_seconds",
+            "Pod group scheduling attempt latency in seconds (the whole pod-group cycle).",
+            ["result", "profile"],
+            namespace=ns,
+            buckets=ATTEMPT_BUCKETS,
+            registry=r,
+        )
+        self.algorithm_duration = Histogram(
+            "podgroup_scheduling_algorithm_duration_seconds",
+            "Pod group scheduling algorithm latency in seconds (every member tried).",
+            namespace=ns,
+            buckets=ATTEMPT_BUCKETS,
             registry=r,
         )
 

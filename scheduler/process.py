@@ -24,15 +24,20 @@ from scheduler.app import (
 from scheduler.catalog import default_config, load_config
 from scheduler.client.connection import Connection, ConnectionSettings
 from scheduler.config import ConfigError, SchedulerConfiguration, write_config
+from scheduler.features import FeatureGates
 from scheduler.server import DelegationOptions, ServingOptions
 from scheduler.serving.authn_config import ClientCA
 from scheduler.serving.certs import CertError, ServingCert, serving_cert
 from scheduler.serving.flags import parse_duration, parse_paths
 
+_NO_GATES = FeatureGates()
 
-def load_or_exit(path: str | None) -> SchedulerConfiguration | int:
+
+def load_or_exit(
+    path: str | None, features: FeatureGates = _NO_GATES
+) -> SchedulerConfiguration | int:
     try:
-        return load_config(path) if path else default_config()
+        return load_config(path, features) if path else default_config(features)
     except ConfigError as exc:
         print(f"kube-async-scheduler: invalid configuration: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -163,8 +168,8 @@ def serving_options(
     )
 
 
-def run_scheduler(args: argparse.Namespace) -> int:
-    loaded = load_or_exit(args.config)
+def run_scheduler(args: argparse.Namespace, features: FeatureGates = _NO_GATES) -> int:
+    loaded = load_or_exit(args.config, features)
     if isinstance(loaded, int):
         return loaded
     cfg = loaded
@@ -181,6 +186,7 @@ def run_scheduler(args: argparse.Namespace) -> int:
         delegation=serving[2],
         leader_elect=args.leader_elect,
         preemption_policies=bool(getattr(args, "preemption_policies", False)),
+        features=features,
     )
     tune_gc()
     with asyncio.Runner(loop_factory=event_loop_factory()) as runner:

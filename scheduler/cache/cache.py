@@ -29,12 +29,14 @@ import logging
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from scheduler.cache.gang_state import GangState, GangStates
 from scheduler.cache.node_tree import NodeTree, zone_key
 from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
 from scheduler.clock import SYSTEM_CLOCK, Clock
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
+from scheduler.model.pod_group import PodGroupInfo
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +95,8 @@ class Cache:
         # tombstones dropped so far (refresh_snapshot notices a purge by this count)
         self._purges = 0
         self._tree = NodeTree()
+        # the members of every PodGroup, as GangScheduling counts them (gang_state.py)
+        self._gangs = GangStates()
 
     # ------------------------------------------------------------ internals
     def _touch(self, name: str) -> NodeView:
@@ -156,6 +160,7 @@ class Cache:
             self._remove_from_node(state.pod)
         self._pods[pod.uid] = _PodState(pod)
         self._add_to_node(pod)
+        self._gangs.add_pod(pod)
 
     def update_pod(self, old: PodInfo | None, new: PodInfo) -> None:
         if new.phase in _TERMINAL_PHASES or not new.node_name:
@@ -170,6 +175,30 @@ class Cache:
             return
         self._assumed.discard(pod.uid)
         self._remove_from_node(state.pod)
+        self._gangs.delete_pod(state.pod)
+
+    # ------------------------------------------------------------ pod groups (gangs)
+    def add_gang_member(self, pod: PodInfo) -> None:
+        """A pending member of a PodGroup entered the queue (upstream's cache learns of
+        unscheduled members from the queue's pod handler, eventhandlers.go)."""
+        if pod.pod_group and not pod.node_name:
+            self._gangs.add_pod(pod)
+
+    def remove_gang_member(self, pod: PodInfo) -> None:
+        """A pending member left (deleted, or no longer ours); bound ones leave through
+        remove_pod."""
+        if pod.pod_group and pod.uid not in self._pods:
+            self._gangs.delete_pod(pod)
+
+    def set_pod_group(self, pod_group: PodGroupInfo) -> None:
+        self._gangs.set_pod_group(pod_group)
+
+    def remove_pod_group(self, pod_group: PodGroupInfo) -> None:
+        self._gangs.remove_pod_group(pod_group)
+
+    def gang(self, namespace: str, name: str) -> GangState | None:
+        """The live state of a PodGroup's members (read-only for callers)."""
+        return self._gangs.get(namespace, name)
 
     # ------------------------------------------------------------ assume / forget
     def assume_pod(self, pod: PodInfo, node_name: str) -> PodInfo:
@@ -181,6 +210,7 @@ class Cache:
         self._pods[pod.uid] = _PodState(assumed, assumed=True)
         self._assumed.add(pod.uid)
         self._add_to_node(assumed)
+        self._gangs.assume_pod(pod)
         log.debug("assumed pod=%s node=%s", pod.key, node_name)
         return assumed
 
@@ -202,6 +232,7 @@ class Cache:
         del self._pods[pod.uid]
         self._assumed.discard(pod.uid)
         self._remove_from_node(state.pod)
+        self._gangs.forget_pod(state.pod)
         log.debug("forgot pod=%s node=%s", pod.key, state.pod.node_name)
 
     def cleanup_assumed_pods(self) -> list[PodInfo]:
@@ -216,6 +247,7 @@ class Cache:
                 del self._pods[uid]
                 self._assumed.discard(uid)
                 self._remove_from_node(state.pod)
+                self._gangs.forget_pod(state.pod)
                 log.warning(
                     "assumed pod expired pod=%s node=%s", state.pod.key, state.pod.node_name
                 )
@@ -228,6 +260,11 @@ class Cache:
     def get_pod(self, uid: str) -> PodInfo | None:
         state = self._pods.get(uid)
         return state.pod if state is not None else None
+
+    def any_pod_below(self, priority: int) -> bool:
+        """Whether any pod on a node (assumed ones included) has a priority below this:
+        a pod group's preemption has no victim otherwise."""
+        return any(s.pod.priority < priority for s in self._pods.values())
 
     def node(self, name: str) -> NodeInfo | None:
         view = self._nodes.get(name)

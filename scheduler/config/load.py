@@ -9,7 +9,7 @@ is a ConfigError naming the field; nothing here touches the cluster.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.config import names
@@ -41,23 +41,37 @@ from scheduler.config.validation import validate
 
 
 def load_config(
-    path: str | os.PathLike[str], *, implements: ImplementsFn
+    path: str | os.PathLike[str],
+    *,
+    implements: ImplementsFn,
+    default_multi_point: Sequence[PluginRef] = names.DEFAULT_MULTI_POINT,
 ) -> SchedulerConfiguration:
     """Read, default and validate the file. Raises ConfigError."""
-    return config_from_bytes(read_config_bytes(path), implements=implements)
+    return config_from_bytes(
+        read_config_bytes(path), implements=implements, default_multi_point=default_multi_point
+    )
 
 
 def config_from_bytes(
-    data: bytes, *, implements: ImplementsFn
+    data: bytes,
+    *,
+    implements: ImplementsFn,
+    default_multi_point: Sequence[PluginRef] = names.DEFAULT_MULTI_POINT,
 ) -> SchedulerConfiguration:
     """A file's contents (at most 1 MiB, UTF-8) to the configuration. Raises ConfigError."""
     if len(data) > MAX_FILE_BYTES:
         raise ConfigError("", f"config file is larger than {MAX_FILE_BYTES} bytes")
-    return config_from_yaml(decode_text(data), implements=implements)
+    return config_from_yaml(
+        decode_text(data), implements=implements, default_multi_point=default_multi_point
+    )
 
 
 def config_from_yaml(
-    text: str, *, source: str = "", implements: ImplementsFn
+    text: str,
+    *,
+    source: str = "",
+    implements: ImplementsFn,
+    default_multi_point: Sequence[PluginRef] = names.DEFAULT_MULTI_POINT,
 ) -> SchedulerConfiguration:
     """`source` is accepted for compatibility; errors name fields and lines instead."""
     raw = parse_document(text)
@@ -67,17 +81,30 @@ def config_from_yaml(
         raise ConfigError(
             "", f"the document must be a {KIND} object, got {type_name(raw)} {brief(raw)}"
         )
-    return config_from_dict(raw, implements=implements)
+    return config_from_dict(raw, implements=implements, default_multi_point=default_multi_point)
 
 
-def default_config(*, implements: ImplementsFn) -> SchedulerConfiguration:
+def default_config(
+    *,
+    implements: ImplementsFn,
+    default_multi_point: Sequence[PluginRef] = names.DEFAULT_MULTI_POINT,
+) -> SchedulerConfiguration:
     """The configuration used without --config: every default, one profile."""
-    return config_from_dict({"apiVersion": API_VERSION, "kind": KIND}, implements=implements)
+    return config_from_dict(
+        {"apiVersion": API_VERSION, "kind": KIND},
+        implements=implements,
+        default_multi_point=default_multi_point,
+    )
 
 
 def config_from_dict(
-    raw: Mapping[str, Any], *, implements: ImplementsFn
+    raw: Mapping[str, Any],
+    *,
+    implements: ImplementsFn,
+    default_multi_point: Sequence[PluginRef] = names.DEFAULT_MULTI_POINT,
 ) -> SchedulerConfiguration:
+    """`default_multi_point` is the default profile's multiPoint list, which feature gates
+    change (upstream's default_plugins.go appends GangScheduling with GenericWorkload)."""
     top = Fields(raw, "")
     api_version = top.str_("apiVersion", "")
     if api_version != API_VERSION:
@@ -103,7 +130,12 @@ def config_from_dict(
 
     raw_profiles = top.list_("profiles") or [{}]
     profiles = tuple(
-        _profile(Fields(p, f"profiles[{i}]"), single=len(raw_profiles) == 1, implements=implements)
+        _profile(
+            Fields(p, f"profiles[{i}]"),
+            single=len(raw_profiles) == 1,
+            implements=implements,
+            default_multi_point=default_multi_point,
+        )
         for i, p in enumerate(raw_profiles)
     )
     top.done()
@@ -160,7 +192,13 @@ def _client_connection(f: Fields) -> ClientConnectionConfig:
     return out
 
 
-def _profile(f: Fields, *, single: bool, implements: ImplementsFn) -> Profile:
+def _profile(
+    f: Fields,
+    *,
+    single: bool,
+    implements: ImplementsFn,
+    default_multi_point: Sequence[PluginRef],
+) -> Profile:
     # as upstream: only a lone profile gets the default name; with several, each must
     # name itself (validation reports the empty one)
     name = f.str_("schedulerName", DEFAULT_SCHEDULER_NAME if single else "")
@@ -169,7 +207,7 @@ def _profile(f: Fields, *, single: bool, implements: ImplementsFn) -> Profile:
     configs = _plugin_configs(f, "pluginConfig", implements)
     f.done()
 
-    merged = merge_with_defaults(custom, names.DEFAULT_MULTI_POINT)
+    merged = merge_with_defaults(custom, tuple(default_multi_point))
     points = expand_extension_points(merged, f.sub("plugins"), implements)
 
     # upstream defaulting: every enabled plugin that takes args gets its default args

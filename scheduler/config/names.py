@@ -28,6 +28,7 @@ DEFAULT_PREEMPTION = "DefaultPreemption"
 NODE_RESOURCES_BALANCED_ALLOCATION = "NodeResourcesBalancedAllocation"
 IMAGE_LOCALITY = "ImageLocality"
 DEFAULT_BINDER = "DefaultBinder"
+GANG_SCHEDULING = "GangScheduling"
 
 # extension point keys as they appear in KubeSchedulerConfiguration `plugins:`
 MULTI_POINT = "multiPoint"
@@ -75,6 +76,12 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef(NODE_RESOURCES_BALANCED_ALLOCATION, 1),
     PluginRef(IMAGE_LOCALITY, 1),
     PluginRef(DEFAULT_BINDER),
+)
+# with the GenericWorkload gate, upstream appends GangScheduling after every other default
+# plugin (pkg/scheduler/apis/config/v1/default_plugins.go)
+DEFAULT_MULTI_POINT_GENERIC_WORKLOAD: tuple[PluginRef, ...] = (
+    *DEFAULT_MULTI_POINT,
+    PluginRef(GANG_SCHEDULING),
 )
 
 NOT_IMPLEMENTED: frozenset[str] = frozenset()

@@ -27,6 +27,7 @@ class EventResource(enum.StrEnum):
     CSI_DRIVER = "CSIDriver"
     CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
     VOLUME_ATTACHMENT = "VolumeAttachment"
+    POD_GROUP = "PodGroup"  # scheduling.k8s.io PodGroup (GenericWorkload)
     WILDCARD = "*"
 
 

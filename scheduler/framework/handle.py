@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from scheduler.cache.gang_state import GangState
 from scheduler.clock import SYSTEM_CLOCK, Clock
 from scheduler.framework.nominated_pods import NominatedPods as NominatedPods  # re-exported
 from scheduler.framework.waiting_pods import WaitingPods
@@ -211,6 +212,9 @@ class Handle:
     # constructor): PostFilter plugins run Filter on node copies through it (upstream:
     # the framework is the Handle, RunFilterPluginsWithNominatedPods one of its methods)
     filter_runner: FilterRunner | None = None
+    # the live state of a PodGroup's members, by (namespace, name) (GangScheduling;
+    # upstream's PodGroupManager): the cache's, set by the app
+    gang_lookup: Callable[[str, str], GangState | None] = lambda namespace, name: None
 
     def activate(self, pods: Iterable[PodInfo]) -> None:
         self.activator.activate(pods)

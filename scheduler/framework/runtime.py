@@ -202,6 +202,9 @@ class Framework:
     def plugin(self, name: str) -> Plugin:
         return self._plugins[name]
 
+    def has_plugin(self, name: str) -> bool:
+        return name in self._plugins
+
     def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
         """Plugin name -> the cluster events (with hints) that may make a pod it
         rejected schedulable again. Handed to the queue."""

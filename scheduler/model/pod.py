@@ -200,10 +200,11 @@ class PodInfo:
             for c in self.conditions
         )
 
-    def refusal(self) -> str:
+    def refusal(self, *, gangs: bool = False) -> str:
         """Why this scheduler must not place the pod ("" when it may): parts it cannot
-        read, or resource claims (dynamic resource allocation is not implemented, and
-        placing such a pod without allocating its claims would be wrong)."""
+        read, resource claims (dynamic resource allocation is not implemented, and
+        placing such a pod without allocating its claims would be wrong), or a pod group
+        when the pod-group cycle is off (`gangs`: the GenericWorkload gate)."""
         if self.problems:
             return "the scheduler cannot read this pod: " + "; ".join(self.problems)
         if self.resource_claims:
@@ -212,12 +213,13 @@ class PodInfo:
                 + ", ".join(self.resource_claims)
                 + "); this scheduler does not implement dynamic resource allocation"
             )
-        if self.pod_group:
+        if self.pod_group and not gangs:
             # placing members one by one could bind part of a gang, which holds nodes and
             # is worth nothing: refused until the pod-group cycle exists (docs/plans/gangs.md)
             return (
                 f'pod belongs to pod group "{self.pod_group}" (spec.schedulingGroup); '
-                "this scheduler does not implement workload-aware (gang) scheduling yet"
+                "workload-aware (gang) scheduling is off in this scheduler "
+                "(--feature-gates=GenericWorkload=true turns it on)"
             )
         return ""
 

@@ -11,6 +11,7 @@ from scheduler.config import names
 from scheduler.framework.registry import Registration, Registry
 from scheduler.plugins import (
     default_binder,
+    gang_scheduling,
     image_locality,
     inter_pod_affinity,
     node_affinity,
@@ -34,6 +35,9 @@ def in_tree_registry() -> Registry:
     return Registry(
         {
             names.PRIORITY_SORT: Registration(priority_sort.PrioritySort, priority_sort.new),
+            names.GANG_SCHEDULING: Registration(
+                gang_scheduling.GangScheduling, gang_scheduling.new
+            ),
             names.SCHEDULING_GATES: Registration(
                 scheduling_gates.SchedulingGates, scheduling_gates.new
             ),

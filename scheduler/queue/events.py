@@ -25,6 +25,14 @@ ASSIGNED_POD_ADD = ClusterEvent(EventResource.ASSIGNED_POD, ActionType.ADD, "Ass
 ASSIGNED_POD_DELETE = ClusterEvent(
     EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"
 )
+# with GenericWorkload: a pending pod arrived (a gang may now have minCount members), and
+# the PodGroup informer's events (upstream eventhandlers.go)
+UNSCHEDULED_POD_ADD = ClusterEvent(
+    EventResource.UNSCHEDULED_POD, ActionType.ADD, "UnscheduledPodAdd"
+)
+POD_GROUP_ADD = ClusterEvent(EventResource.POD_GROUP, ActionType.ADD, "PodGroupAdd")
+POD_GROUP_UPDATE = ClusterEvent(EventResource.POD_GROUP, ActionType.UPDATE, "PodGroupUpdate")
+POD_GROUP_DELETE = ClusterEvent(EventResource.POD_GROUP, ActionType.DELETE, "PodGroupDelete")
 
 # fields whose change can alter a scheduling verdict (read with getattr: records may lack some)
 _SPEC_FIELDS = (

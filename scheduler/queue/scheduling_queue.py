@@ -75,6 +75,10 @@ def _always_enqueue(_pod: Any) -> Status:
     return Status.success()
 
 
+def _no_group(_pod: Any) -> str:
+    return ""
+
+
 class SchedulingQueue(Generic[P]):
     def __init__(
         self,
@@ -90,8 +94,12 @@ class SchedulingQueue(Generic[P]):
         metrics: SchedulerMetrics | None = None,
         backoff_flush_interval: float = BACKOFF_FLUSH_INTERVAL,
         unschedulable_flush_interval: float = UNSCHEDULABLE_FLUSH_INTERVAL,
+        group_of: Callable[[Any], str] = _no_group,
     ) -> None:
         self._clock = clock
+        # a pod's PodGroup key ("" for none): members are popped together (take_group)
+        self._group_of = group_of
+        self._group_members: dict[str, set[str]] = {}
         self._pre_enqueue = pre_enqueue
         self._hints = QueueingHints(events_to_register or {})
         self._max_in_unschedulable = max_in_unschedulable
@@ -134,6 +142,9 @@ class SchedulingQueue(Generic[P]):
             self.update(pod, pod)
             return
         info: QueuedPodInfo[P] = QueuedPodInfo(pod=pod, timestamp=self._clock.now())
+        group = self._group_of(pod)
+        if group:
+            self._group_members.setdefault(group, set()).add(pod.uid)
         self._move_to_active(info, ev.POD_ADD)
 
     def update(self, old: P, new: P) -> None:
@@ -188,6 +199,12 @@ class SchedulingQueue(Generic[P]):
         self._unschedulable.pop(uid, None)
         self._gated.pop(uid, None)
         self._metrics.uncount_unschedulable(uid)
+        group = self._group_of(pod)
+        members = self._group_members.get(group) if group else None
+        if members is not None:
+            members.discard(uid)
+            if not members:
+                del self._group_members[group]
 
     def assigned_pod_added(self, pod: Any) -> None:
         """A pod was bound to a node: usage grew, affinity targets appeared."""
@@ -225,6 +242,28 @@ class SchedulingQueue(Generic[P]):
         info.unschedulable_plugins = set()
         self._in_flight.start(info)
         return info
+
+    def take_group(self, info: QueuedPodInfo[P]) -> list[QueuedPodInfo[P]]:
+        """The popped pod's PodGroup siblings that wait in activeQ, backoffQ or among the
+        unschedulable pods, taken out and put in flight with it: the pod-group cycle
+        schedules them as one unit, as upstream's queue pops one entity for the group
+        (pkg/scheduler/backend/queue). Gated siblings stay gated. Each taken sibling
+        counts an attempt and must be handed back (done, or requeued) like a popped pod.
+        """
+        group = self._group_of(info.pod)
+        out: list[QueuedPodInfo[P]] = []
+        for uid in sorted(self._group_members.get(group, ())) if group else ():
+            if uid == info.uid or uid in self._in_flight:
+                continue
+            sibling = self._active.remove(uid) or self._take_waiting(uid, keep_gated=True)
+            if sibling is None:
+                continue
+            sibling.attempts += 1
+            self._metrics.uncount_unschedulable(uid)
+            sibling.unschedulable_plugins = set()
+            self._in_flight.start(sibling)
+            out.append(sibling)
+        return out
 
     @property
     def scheduling_cycle(self) -> int:
@@ -269,7 +308,10 @@ class SchedulingQueue(Generic[P]):
 
         if flight is not None and flight.force_activate:
             strategy = RequeueStrategy.IMMEDIATELY
-        elif not info.unschedulable_plugins:
+        elif not info.unschedulable_plugins or self._group_of(info.pod):
+            # a rejected pod group never rests among the unschedulable pods: upstream
+            # requeues it through backoff whatever the events (scheduling_queue.go
+            # AddAttemptedPodGroupIfNeeded)
             strategy = RequeueStrategy.AFTER_BACKOFF
         elif flight is not None:
             strategy = RequeueStrategy.SKIP
@@ -447,11 +489,11 @@ class SchedulingQueue(Generic[P]):
             return GATED
         return None
 
-    def _take_waiting(self, uid: str) -> QueuedPodInfo[P] | None:
+    def _take_waiting(self, uid: str, *, keep_gated: bool = False) -> QueuedPodInfo[P] | None:
         info = self._backoff.remove(uid)
         if info is None:
             info = self._unschedulable.pop(uid, None)
-        if info is None:
+        if info is None and not keep_gated:
             info = self._gated.pop(uid, None)
         return info
 

@@ -1,8 +1,10 @@
-"""A pod that names a PodGroup (spec.schedulingGroup, gangs) is refused, not placed alone.
+"""Without GenericWorkload, a pod that names a PodGroup (spec.schedulingGroup) is refused,
+not placed alone.
 
 On a cluster that serves the Workload/PodGroup API (`cluster up --generic-workload`) the
-API server keeps a pod's spec.schedulingGroup. Until this scheduler has the pod-group
-cycle (docs/plans/gangs.md), placing members one by one could bind part of a gang: the
+API server keeps a pod's spec.schedulingGroup. With the scheduler's gate off there is no
+pod-group cycle (tests/integration/test_gangs.py has it on), and placing members one by
+one could bind part of a gang: the
 member is refused with PodScheduled=False and a FailedScheduling event naming the group,
 as a pod with resource claims is, while a pod of no group beside it is placed."""
 
@@ -21,8 +23,8 @@ from tests.scheduler_process import SchedulerProcess, write_config
 pytestmark = pytest.mark.cluster
 
 REFUSAL = (
-    'pod belongs to pod group "trainers" (spec.schedulingGroup); this scheduler does not '
-    "implement workload-aware (gang) scheduling yet"
+    'pod belongs to pod group "trainers" (spec.schedulingGroup); workload-aware (gang) '
+    "scheduling is off in this scheduler (--feature-gates=GenericWorkload=true turns it on)"
 )
 
 

@@ -111,9 +111,23 @@ def test_declaring_a_protocol_is_what_places_a_plugin() -> None:
 
 def test_the_catalog_knows_every_in_tree_plugin_and_default_preemption() -> None:
     known = {n for n in in_tree_registry()} | {names.DEFAULT_PREEMPTION}
-    assert {r.name for r in names.DEFAULT_MULTI_POINT} == known
+    # every plugin is a default one, GangScheduling only under GenericWorkload
+    assert {r.name for r in names.DEFAULT_MULTI_POINT} == known - {names.GANG_SCHEDULING}
+    assert {r.name for r in names.DEFAULT_MULTI_POINT_GENERIC_WORKLOAD} == known
     assert all(catalog.implements(n) for n in known)
     assert catalog.implements("NoSuchPlugin") == frozenset()
+
+
+def test_generic_workload_appends_gang_scheduling_to_the_default_profile() -> None:
+    # upstream default_plugins.go: GangScheduling last, at PreEnqueue and Permit
+    from scheduler.features import FeatureGates
+
+    plain = catalog.default_config().profiles[0]
+    gated = catalog.default_config(FeatureGates(generic_workload=True)).profiles[0]
+    assert names.GANG_SCHEDULING not in _plain(plain.enabled(names.PRE_ENQUEUE))
+    assert _plain(gated.enabled(names.PRE_ENQUEUE))[-1] == names.GANG_SCHEDULING
+    assert _plain(gated.enabled(names.PERMIT)) == [names.GANG_SCHEDULING]
+    assert _plain(gated.enabled(names.FILTER)) == _plain(plain.enabled(names.FILTER))
 
 
 def test_loading_a_configuration_does_not_load_the_transport() -> None:

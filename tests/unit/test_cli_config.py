@@ -36,7 +36,7 @@ def test_a_bad_file_exits_2_without_importing_the_runtime(
 def test_a_loader_bug_is_still_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(path: str) -> None:
+    def broken(path: str, features: object = None) -> None:
         raise RuntimeError("boom\nsecond line")
 
     monkeypatch.setattr(scheduler.catalog, "load_config", broken)

@@ -252,18 +252,20 @@ def test_pod_without_name_is_invalid() -> None:
         pod_from_dict({"metadata": {}, "spec": {}})
 
 
-def test_a_pod_group_member_is_read_and_refused_until_gangs_are_built() -> None:
+def test_a_pod_group_member_is_refused_unless_the_gang_cycle_is_on() -> None:
     # spec.schedulingGroup.podGroupName (core/v1 PodSchedulingGroup): placing members one
-    # by one could bind part of a gang, so the pod is refused, and still counts on its node
+    # by one could bind part of a gang, so without GenericWorkload the pod is refused, and
+    # still counts on its node; with it, the pod-group cycle takes it
     raw = make_pod("trainer-0", "ns").container(cpu="1").raw()
     raw["spec"]["schedulingGroup"] = {"podGroupName": "trainers"}
     p = pod_from_dict(raw)
     assert p.pod_group == "trainers"
     assert p.problems == ()
     assert p.refusal() == (
-        'pod belongs to pod group "trainers" (spec.schedulingGroup); this scheduler does '
-        "not implement workload-aware (gang) scheduling yet"
+        'pod belongs to pod group "trainers" (spec.schedulingGroup); workload-aware (gang) '
+        "scheduling is off in this scheduler (--feature-gates=GenericWorkload=true turns it on)"
     )
+    assert p.refusal(gangs=True) == ""
     assert p.requests["cpu"] == 1000
     solo = make_pod("solo", "ns").obj()
     assert (solo.pod_group, solo.refusal()) == ("", "")

@@ -1,0 +1,457 @@
+"""The pod-group scheduling cycle (GenericWorkload): the members of one PodGroup placed as
+one unit, all or nothing, as k8s.io/kubernetes v1.37.2 pkg/scheduler/
+schedule_one_podgroup.go does.
+
+One cycle, no awaits:
+  the popped member and its queued siblings (queue.take_group) -> validate (one
+  schedulerName, the group's priority, one preemption policy) -> one snapshot ->
+  placement feasibility (GangScheduling) -> each member in upstream's order: the profile's
+  algorithm, then assume + Reserve, then feasibility again (stop once minCount can no
+  longer be met) -> the group's verdict:
+  - success (minCount members assumed or bound, at least one placed now): each placed
+    member goes through Permit (the quorum is already assumed, so GangScheduling lets it
+    through and releases any sibling still waiting) to its binding task; members that
+    fit nowhere are told their own FitError and retried at once;
+  - rejected: every assumption of this cycle is undone last-in first-out (Unreserve,
+    forget, the old nomination back), so nothing of the group binds; members are told in
+    upstream's words and requeued through backoff.
+Where upstream assumes in the snapshot and again in the cache, this cycle assumes in the
+cache once and refreshes the snapshot (one node row per member): nothing else runs
+during the cycle, so no other reader can see the tentative assumptions, and Reserve
+runs once per placed member instead of twice.
+
+Not yet here (docs/plans/gangs.md): PodGroupPostFilter (preemption for a whole group) is
+answered only where no preemption could help; the PodGroup's PodGroupInitiallyScheduled
+condition is not written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from scheduler.algorithm import SchedulePod, SchedulingError
+from scheduler.binding_cycle import Assumed, BindingCycles
+from scheduler.cache import Cache, CacheError, Nominator, Snapshot
+from scheduler.cache.gang_state import GangState
+from scheduler.clock import Clock
+from scheduler.config import names
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.diagnosis import FitError
+from scheduler.framework.scheduling_framework import SchedulingFramework
+from scheduler.framework.search import SearchState
+from scheduler.framework.status import Code, Status
+from scheduler.framework.waiting_pods import WaitingPod
+from scheduler.metrics import PodGroupMetrics
+from scheduler.model import PodInfo
+from scheduler.model.pod_group import PodGroupInfo
+from scheduler.plugins.gang_scheduling import placement_feasible
+from scheduler.queue import QueuedPodInfo, SchedulingQueue
+from scheduler.scheduling_failure import (
+    RESULT_ERROR,
+    RESULT_UNSCHEDULABLE,
+    FailureHandler,
+    result_of,
+)
+
+log = logging.getLogger(__name__)
+
+# schedule_one_podgroup.go errPodGroupUnschedulable: a status carrying it says this first
+POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
+NO_VICTIMS = "pod group preemption: No preemption victims found for incoming preemptor"
+NOT_ELIGIBLE = "pod group preemption: not eligible due to preemptionPolicy=Never."
+NOT_IMPLEMENTED = (
+    "pod group preemption: lower-priority pods exist, but this scheduler does not preempt "
+    "for pod groups yet"
+)
+
+SCHEDULED = "scheduled"
+UNSCHEDULABLE = "unschedulable"
+ERROR = "error"
+
+
+@dataclass
+class GroupStatus:
+    """Upstream's Status as the cycle builds it: a code and reasons, the first of which is
+    the wrapped error's text when it carries one (errPodGroupUnschedulable)."""
+
+    code: Code
+    reasons: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, st: Status, *, pod_group_error: bool = False) -> GroupStatus:
+        reasons = list(st.reasons)
+        if pod_group_error:
+            reasons.insert(0, POD_GROUP_UNSCHEDULABLE)
+        return cls(st.code, reasons)
+
+    def message(self) -> str:
+        return ", ".join(self.reasons)
+
+    @property
+    def rejected(self) -> bool:
+        return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+
+@dataclass
+class _Member:
+    info: QueuedPodInfo[PodInfo]
+    state: CycleState = field(default_factory=CycleState)
+    node: str = ""  # where the algorithm placed it ("" when it was not)
+    assumed: PodInfo | None = None
+    old_nomination: str | None = None
+    fit: FitError | None = None
+    status: GroupStatus | None = None  # its own verdict, when not placed
+
+
+def member_order(info: QueuedPodInfo[PodInfo]) -> tuple[int, int, float, str]:
+    """Upstream's PodGroupMemberPodsOrderingFunc (framework/types.go): priority high
+    first, then more attempts, then older, then by name."""
+    return (-info.pod.priority, -info.attempts, info.timestamp, info.pod.name)
+
+
+def validate(
+    members: list[QueuedPodInfo[PodInfo]], group: PodGroupInfo, gang: GangState
+) -> str:
+    """schedule_one_podgroup.go validatePodGroup (PodGroupPreemptionPolicy off): "" when
+    valid, else upstream's error text. Scheduled members are held to the same rules."""
+    scheduler_name = members[0].pod.scheduler_name
+    policy = ""
+    for pod in [m.pod for m in members] + gang.scheduled_pods():
+        if pod.scheduler_name != scheduler_name:
+            return (
+                "all pods in a single pod group should have the same .spec.schedulerName "
+                f'set, got: "{pod.scheduler_name}" and "{scheduler_name}"'
+            )
+        if pod.priority != group.priority:
+            return (
+                "all pods in a single pod group should have the same priority as the pod "
+                f"group's priority, got {pod.priority} and {group.priority}"
+            )
+        if not policy:
+            policy = pod.preemption_policy
+        elif pod.preemption_policy != policy:
+            return (
+                "all pods in a single pod group should have the same preemption policy, "
+                f"got {pod.preemption_policy} and {policy}"
+            )
+    return ""
+
+
+class GroupCycle:
+    def __init__(
+        self,
+        *,
+        cache: Cache,
+        queue: SchedulingQueue[PodInfo],
+        nominator: Nominator,
+        frameworks: Mapping[str, SchedulingFramework],
+        algorithms: Mapping[str, SchedulePod],
+        failures: FailureHandler,
+        binding: BindingCycles,
+        metrics: PodGroupMetrics,
+        clock: Clock,
+    ) -> None:
+        self.cache = cache
+        self.queue = queue
+        self.nominator = nominator
+        self.frameworks = frameworks
+        self.algorithms = algorithms
+        self.failures = failures
+        self.binding = binding
+        self.metrics = metrics
+        self.clock = clock
+        self._trying: list[_Member] = []  # the members of the attempt in progress
+
+    def run(
+        self,
+        first: QueuedPodInfo[PodInfo],
+        snapshot: Snapshot,
+        search: SearchState,
+    ) -> None:
+        """Schedule the PodGroup of `first` (just popped). Every member taken is handed
+        back to the queue (done, requeued or bound) before this returns."""
+        start = self.clock.now()
+        taken = [first, *self.queue.take_group(first)]
+        members: list[QueuedPodInfo[PodInfo]] = []
+        for info in taken:
+            # upstream skipPodGroupPodSchedule: deleting or already assumed members
+            if info.pod.deletion_timestamp is not None or self.cache.is_assumed(info.pod):
+                self.queue.done(info.uid)
+            else:
+                members.append(info)
+        if not members:
+            return
+        members.sort(key=member_order)
+        pod = first.pod
+        gang = self.cache.gang(pod.namespace, pod.pod_group)
+        fwk = self.frameworks.get(members[0].pod.scheduler_name)
+        if gang is None or gang.pod_group is None or fwk is None:
+            # the PodGroup went away after PreEnqueue let the members in: back to the
+            # queue, whose PreEnqueue holds them until it is back
+            problem = (
+                f"profile not found for scheduler name {members[0].pod.scheduler_name!r}"
+                if fwk is None
+                else f'pod group "{pod.namespace}/{pod.pod_group}" not found'
+            )
+            self._error_all(fwk, members, problem, start)
+            return
+        group = gang.pod_group
+        problem = validate(members, group, gang)
+        if problem:
+            self._error_all(fwk, members, problem, start)
+            return
+        self.cache.update_snapshot(snapshot)
+        search.cycle += 1
+        self._trying = []
+        try:
+            placed, verdict = self._algorithm(fwk, group, gang, members, snapshot, search)
+        except Exception as exc:  # a plugin bug: undo, tell every member, lose nothing
+            log.exception("pod group cycle crashed group=%s/%s", group.namespace, group.name)
+            with contextlib.suppress(Exception):
+                self._revert(fwk, self._trying)
+            self._error_all(
+                fwk, members,
+                f"internal error in the pod-group cycle: {type(exc).__name__}: {exc}", start,
+            )  # fmt: skip
+            return
+        self.metrics.algorithm_duration.observe(self.clock.now() - start)
+        if verdict.code == Code.SUCCESS:
+            self._submit_success(fwk, placed, start)
+            self._record(fwk, SCHEDULED, start)
+            return
+        self._revert(fwk, placed)
+        if verdict.code == Code.UNSCHEDULABLE:
+            # upstream runs PodGroupPostFilter on a plain Unschedulable only and appends
+            # what it says as one more reason
+            verdict.reasons.append(self._pod_group_post_filter(fwk, group, members))
+        self._submit_failure(fwk, placed, verdict, start)
+        self._record(fwk, ERROR if verdict.code == Code.ERROR else UNSCHEDULABLE, start)
+
+    # ------------------------------------------------------------------ the algorithm
+    def _algorithm(
+        self,
+        fwk: SchedulingFramework,
+        group: PodGroupInfo,
+        gang: GangState,
+        infos: list[QueuedPodInfo[PodInfo]],
+        snapshot: Snapshot,
+        search: SearchState,
+    ) -> tuple[list[_Member], GroupStatus]:
+        """podGroupSchedulingDefaultAlgorithm: each member in order, assumed where it
+        fits; the group verdict. Members after an early stop get a copy of the verdict
+        as it was then."""
+        members = [_Member(info) for info in infos]
+        self._trying = members
+        gated = fwk.has_plugin(names.GANG_SCHEDULING)
+        scheduled, remaining = gang.scheduled_count, len(members)
+
+        def feasible() -> Status:
+            # without GangScheduling in the profile there is no placement check
+            return placement_feasible(group, scheduled, remaining) if gated else Status.success()
+
+        st = feasible()
+        if st.code == Code.UNSCHEDULABLE:
+            verdict = GroupStatus.of(st, pod_group_error=True)
+            for m in members:
+                m.status = GroupStatus(verdict.code, list(verdict.reasons))
+            return members, verdict
+        verdict = GroupStatus.of(st)
+        any_placed = False
+        schedule = self.algorithms[fwk.profile_name]
+        for i, m in enumerate(members):
+            pod = m.info.pod
+            # a fresh cycle for opportunistic batching per member: a result kept from the
+            # previous member is never reused (its node may be the one just assumed)
+            search.cycle += 2
+            try:
+                result = schedule(m.state, pod, snapshot, self.nominator, search)
+            except SchedulingError as exc:
+                m.status = GroupStatus(Code.ERROR, [str(exc)])
+                verdict = GroupStatus(
+                    Code.ERROR, [f"failed to schedule other pod from a pod group: {exc}"]
+                )
+                self._fill_untried(members[i + 1 :], verdict)
+                break
+            if isinstance(result, FitError):
+                m.fit = result
+                m.status = GroupStatus(Code.UNSCHEDULABLE, [result.message()])
+            else:
+                placed = self._assume_and_reserve(fwk, m, result.node, snapshot)
+                if placed:
+                    scheduled += 1
+                    any_placed = True
+            remaining -= 1
+            st = feasible()
+            verdict = GroupStatus.of(st)
+            if st.code == Code.UNSCHEDULABLE:
+                self._fill_untried(members[i + 1 :], verdict)
+                break
+        if verdict.code == Code.WAIT:
+            verdict = GroupStatus(Code.UNSCHEDULABLE, [POD_GROUP_UNSCHEDULABLE, *verdict.reasons])
+        if verdict.code == Code.SUCCESS and not any_placed:
+            # upstream: a success must place at least one member
+            verdict = GroupStatus(Code.UNSCHEDULABLE, [POD_GROUP_UNSCHEDULABLE])
+        return members, verdict
+
+    @staticmethod
+    def _fill_untried(rest: list[_Member], verdict: GroupStatus) -> None:
+        for m in rest:
+            m.status = GroupStatus(verdict.code, list(verdict.reasons))
+
+    def _assume_and_reserve(
+        self, fwk: SchedulingFramework, m: _Member, node: str, snapshot: Snapshot
+    ) -> bool:
+        pod = m.info.pod
+        try:
+            assumed = self.cache.assume_pod(pod, node)
+        except CacheError as exc:
+            m.status = GroupStatus(Code.ERROR, [str(exc)])
+            return False
+        m.old_nomination = self.nominator.nominated_node(pod)
+        self.nominator.remove(pod)
+        st = fwk.run_reserve(m.state, assumed, node)
+        if not st.ok:
+            self._undo(fwk, m.state, assumed, node, m.old_nomination)
+            m.status = GroupStatus(st.code, list(st.reasons))
+            return False
+        m.assumed, m.node = assumed, node
+        self.cache.update_snapshot(snapshot)  # the next member sees this one
+        return True
+
+    def _undo(
+        self,
+        fwk: SchedulingFramework,
+        state: CycleState,
+        assumed: PodInfo,
+        node: str,
+        old_nomination: str | None,
+    ) -> None:
+        fwk.run_unreserve(state, assumed, node)
+        with contextlib.suppress(CacheError):
+            self.cache.forget_pod(assumed)
+        if old_nomination:
+            self.nominator.add(assumed, old_nomination)
+
+    def _revert(self, fwk: SchedulingFramework, members: list[_Member]) -> None:
+        """Undo this cycle's assumptions, last first (upstream's revertFns)."""
+        for m in reversed(members):
+            if m.assumed is not None:
+                self._undo(fwk, m.state, m.assumed, m.node, m.old_nomination)
+
+    # ------------------------------------------------------------------ PodGroupPostFilter
+    def _pod_group_post_filter(
+        self, fwk: SchedulingFramework, group: PodGroupInfo, members: list[QueuedPodInfo[PodInfo]]
+    ) -> str:
+        """What DefaultPreemption's PodGroupPostFilter says where no preemption can help
+        (framework/preemption/podgrouppreemption.go: the group's policy, then whether any
+        pod of lower priority exists anywhere). Without the plugin in the profile the
+        runtime appends an empty reason (framework.go RunPodGroupPostFilterPlugins)."""
+        if not fwk.has_plugin(names.DEFAULT_PREEMPTION):
+            return ""
+        if any(m.pod.preemption_policy == "Never" for m in members):
+            return NOT_ELIGIBLE
+        if not self.cache.any_pod_below(group.priority):
+            return NO_VICTIMS
+        return NOT_IMPLEMENTED
+
+    # ------------------------------------------------------------------ submitting
+    def _submit_success(
+        self, fwk: SchedulingFramework, members: list[_Member], start: float
+    ) -> None:
+        for m in members:
+            info = m.info
+            if m.assumed is None:
+                # fits nowhere (or its Reserve failed) while the group is placed: its own
+                # reason, and straight back to activeQ (upstream keeps the group's
+                # timestamp so leftovers retry at once)
+                own = m.status or GroupStatus(Code.UNSCHEDULABLE, [])
+                self.queue.activate([info.pod])
+                self._failed(fwk, m, own, start, nominated=None)
+                continue
+            permit, timeout = fwk.run_permit(m.state, m.assumed, m.node)
+            if not permit.ok and permit.code != Code.WAIT:
+                self._undo(fwk, m.state, m.assumed, m.node, None)
+                self.failures.failed(
+                    fwk, info, permit, permit.message(), start, result_of(permit),
+                    nominated=self._clear(info.pod),
+                )  # fmt: skip
+                continue
+            waiting = None
+            if permit.code == Code.WAIT:
+                waiting = WaitingPod(m.assumed, m.node, plugin=permit.plugin, timeout=timeout)
+                fwk.waiting_pods.add(waiting)
+            self.binding.start(Assumed(fwk, m.state, info, m.assumed, m.node, start), waiting)
+
+    def _submit_failure(
+        self,
+        fwk: SchedulingFramework,
+        members: list[_Member],
+        verdict: GroupStatus,
+        start: float,
+    ) -> None:
+        for m in members:
+            pod = m.info.pod
+            if verdict.code == Code.ERROR:
+                own = m.status if m.status is not None and m.status.code == Code.ERROR else verdict
+                self._failed(fwk, m, own, start, nominated=self._clear(pod))
+            elif m.status is None:
+                # it fitted on its own: the group's reason, and its nomination cleared
+                st = GroupStatus(Code.UNSCHEDULABLE, [POD_GROUP_UNSCHEDULABLE, verdict.message()])
+                self._failed(fwk, m, st, start, nominated=self._clear(pod))
+            else:
+                # its own FitError (no per-pod PostFilter in a group cycle) or the group's
+                # verdict as it stood when the cycle stopped; its nomination is left alone
+                self._failed(fwk, m, m.status, start, nominated=None)
+
+    def _failed(
+        self,
+        fwk: SchedulingFramework,
+        m: _Member,
+        st: GroupStatus,
+        start: float,
+        *,
+        nominated: str | None,
+    ) -> None:
+        result = RESULT_ERROR if st.code == Code.ERROR else RESULT_UNSCHEDULABLE
+        rejectors = set(m.fit.diagnosis.unschedulable_plugins) if m.fit is not None else set()
+        status = Status(st.code, tuple(st.reasons))
+        self.failures.failed(
+            fwk, m.info, status, st.message(), start, result,
+            rejectors=rejectors, nominated=nominated,
+        )  # fmt: skip
+
+    def _clear(self, pod: PodInfo) -> str | None:
+        """upstream clearNominatedNode: drop the nomination; clear the API's copy if any."""
+        self.nominator.remove(pod)
+        return "" if pod.nominated_node_name else None
+
+    def _error_all(
+        self,
+        fwk: SchedulingFramework | None,
+        members: list[QueuedPodInfo[PodInfo]],
+        problem: str,
+        start: float,
+    ) -> None:
+        """handlePodGroupFailureBeforeScheduling: every member fails with the error."""
+        log.warning("pod group cycle failed before scheduling: %s", problem)
+        for info in members:
+            f = fwk or self.frameworks.get(info.pod.scheduler_name)
+            if f is None:
+                self.queue.done(info.uid)
+                continue
+            self.failures.failed(
+                f, info, Status(Code.ERROR, (problem,)), problem, start, RESULT_ERROR,
+                nominated=self._clear(info.pod),
+            )  # fmt: skip
+        if fwk is not None:
+            self._record(fwk, ERROR, start)
+
+    def _record(self, fwk: SchedulingFramework, result: str, start: float) -> None:
+        profile = fwk.profile_name
+        self.metrics.schedule_attempts.labels(result=result, profile=profile).inc()
+        self.metrics.attempt_duration.labels(result=result, profile=profile).observe(
+            self.clock.now() - start
+        )
