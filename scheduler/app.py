@@ -293,6 +293,8 @@ class SchedulerApp:
         self.pod_handler = PodEventHandler(
             self.cache, self.queue, self.nominator, self.profile_names,
             on_refused=self._refuse_pod, gangs=self.features.generic_workload,
+            # upstream RejectWaitingPod's words (framework/runtime/framework.go)
+            reject_waiting=lambda uid: self.waiting_pods.reject(uid, "", "removed"),
         )  # fmt: skip
         self.node_handler = NodeEventHandler(self.cache, self.queue)
         self.pod_informer: Informer[PodInfo] = Informer(

@@ -34,6 +34,7 @@ from scheduler.model import NodeInfo, PodInfo
 from scheduler.model.pod_group import PodGroupInfo
 from scheduler.queue import SchedulingQueue
 from scheduler.queue.events import (
+    ASSIGNED_POD_DELETE,
     POD_GROUP_ADD,
     POD_GROUP_DELETE,
     POD_GROUP_UPDATE,
@@ -107,8 +108,11 @@ class PodEventHandler:
         on_refused: Callable[[PodInfo, str], None] | None = None,
         *,
         gangs: bool = False,
+        reject_waiting: Callable[[str], bool] = lambda uid: False,
     ) -> None:
         self.cache = cache
+        # rejects the pod of this uid if it waits at Permit (True when it did)
+        self.reject_waiting = reject_waiting
         # GenericWorkload: members of a PodGroup are queued (and counted in the cache's
         # gang state) instead of refused
         self.gangs = gangs
@@ -225,6 +229,20 @@ class PodEventHandler:
             self._activate_nominees(pod)
         elif self.responsible_for(pod):
             self._dequeue(pod)
+            if self.cache.is_assumed(pod):
+                self._assumed_pod_deleted(pod)
+
+    def _assumed_pod_deleted(self, pod: PodInfo) -> None:
+        """A pod deleted while its binding cycle holds it (upstream eventhandlers.go
+        handleAssumedPodDeletion): one waiting at Permit is rejected, and its binding
+        task undoes the assumption; any other assumption is dropped now, so its node's
+        room is free at once instead of when the bind fails. Either way pods that
+        wanted that room are moved."""
+        if not self.reject_waiting(pod.uid):
+            assumed = self.cache.get_pod(pod.uid)
+            if assumed is not None:
+                self.cache.forget_pod(assumed)
+        self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
 
 
 class PodGroupEventHandler:

@@ -67,6 +67,9 @@ NOT_IMPLEMENTED = (
     "for pod groups yet"
 )
 
+# DynamicResources' PodGroupPostFilter when it freed nothing (no member has claims)
+DRA_NOTHING_TO_FREE = "deallocation and deletion of ResourceClaims completed"
+
 SCHEDULED = "scheduled"
 UNSCHEDULABLE = "unschedulable"
 ERROR = "error"
@@ -104,6 +107,8 @@ class _Member:
     old_nomination: str | None = None
     fit: FitError | None = None
     status: GroupStatus | None = None  # its own verdict, when not placed
+    # every PreFilter plugin ran for it this attempt (none rejected it outright)
+    pre_filtered: bool = False
 
 
 def member_order(info: QueuedPodInfo[PodInfo]) -> tuple[int, int, float, str]:
@@ -224,9 +229,13 @@ class GroupCycle:
             return
         self._revert(fwk, placed)
         if verdict.code == Code.UNSCHEDULABLE:
-            # upstream runs PodGroupPostFilter on a plain Unschedulable only and appends
-            # what it says as one more reason
-            verdict.reasons.append(self._pod_group_post_filter(fwk, group, members))
+            # upstream runs PodGroupPostFilter on a plain Unschedulable only; an error
+            # replaces the verdict, anything else is appended as one more reason
+            code, said = self._pod_group_post_filter(fwk, group, members, placed)
+            if code == Code.ERROR:
+                verdict = GroupStatus(Code.ERROR, [said])
+            else:
+                verdict.reasons.append(said)
         self._submit_failure(fwk, placed, verdict, start)
         self._record(fwk, ERROR if verdict.code == Code.ERROR else UNSCHEDULABLE, start)
 
@@ -275,6 +284,9 @@ class GroupCycle:
                 )
                 self._fill_untried(members[i + 1 :], verdict)
                 break
+            # upstream stops PreFilter at an UnschedulableAndUnresolvable verdict, which a
+            # FitError reports as its PreFilter message
+            m.pre_filtered = not isinstance(result, FitError) or not result.diagnosis.pre_filter_msg
             if isinstance(result, FitError):
                 m.fit = result
                 m.status = GroupStatus(Code.UNSCHEDULABLE, [result.message()])
@@ -343,19 +355,38 @@ class GroupCycle:
 
     # ------------------------------------------------------------------ PodGroupPostFilter
     def _pod_group_post_filter(
-        self, fwk: SchedulingFramework, group: PodGroupInfo, members: list[QueuedPodInfo[PodInfo]]
-    ) -> str:
-        """What DefaultPreemption's PodGroupPostFilter says where no preemption can help
-        (framework/preemption/podgrouppreemption.go: the group's policy, then whether any
-        pod of lower priority exists anywhere). Without the plugin in the profile the
-        runtime appends an empty reason (framework.go RunPodGroupPostFilterPlugins)."""
-        if not fwk.has_plugin(names.DEFAULT_PREEMPTION):
-            return ""
-        if any(m.pod.preemption_policy == "Never" for m in members):
-            return NOT_ELIGIBLE
-        if not self.cache.any_pod_below(group.priority):
-            return NO_VICTIMS
-        return NOT_IMPLEMENTED
+        self,
+        fwk: SchedulingFramework,
+        group: PodGroupInfo,
+        members: list[QueuedPodInfo[PodInfo]],
+        tried: list[_Member],
+    ) -> tuple[Code, str]:
+        """upstream RunPodGroupPostFilterPlugins (framework/runtime/framework.go) over the
+        default profile's two PodGroupPostFilter plugins, in order: an error stops with
+        `error in "<plugin>" PodGroupPostFilter plugins: <message>`, an
+        UnschedulableAndUnresolvable answer stands alone, Unschedulable reasons add up.
+
+        1. DynamicResources is in upstream's default profile (DRA is GA) though not in
+           this scheduler, which takes no pod with claims. For such pods its
+           PodGroupPostFilter (plugins/dynamicresources/dynamicresources.go) reads the
+           state its PreFilter left in the group's cycle: none when no member reached
+           its PreFilter this attempt (the placement check failed first, or an earlier
+           PreFilter plugin rejected every member outright), which is an error ("not
+           found", the cycle state's ErrNotFound); else it has nothing to free.
+        2. DefaultPreemption: the group's policy, then whether any pod of lower priority
+           exists anywhere (framework/preemption/podgrouppreemption.go); choosing
+           victims for a group is not built yet."""
+        if not any(m.pre_filtered for m in tried):
+            return Code.ERROR, 'error in "DynamicResources" PodGroupPostFilter plugins: not found'
+        reasons = [DRA_NOTHING_TO_FREE]
+        if fwk.has_plugin(names.DEFAULT_PREEMPTION):
+            if any(m.pod.preemption_policy == "Never" for m in members):
+                reasons.append(NOT_ELIGIBLE)
+            elif not self.cache.any_pod_below(group.priority):
+                return Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS
+            else:
+                reasons.append(NOT_IMPLEMENTED)
+        return Code.UNSCHEDULABLE, ", ".join(reasons)
 
     # ------------------------------------------------------------------ submitting
     def _submit_success(

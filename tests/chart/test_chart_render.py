@@ -914,6 +914,25 @@ def test_preemption_policies_crd_rbac_and_flag_follow_one_value(tmp_path: Path) 
     assert "--preemption-policies" in container(kept)["args"]
 
 
+def test_workload_aware_scheduling_gate_and_rbac_follow_one_value(tmp_path: Path) -> None:
+    # off by default, as upstream's GenericWorkload gate: no flag, no podgroups rule
+    docs = render(tmp_path)
+    assert not any(a.startswith("--feature-gates") for a in container(docs)["args"])
+    rules = one(docs, "ClusterRole", FULLNAME)["rules"]
+    assert not any("podgroups" in r["resources"] for r in rules)
+    on = render(tmp_path, None, "workloadAwareScheduling.enabled=true")
+    assert "--feature-gates=GenericWorkload=true" in container(on)["args"]
+    rules = one(on, "ClusterRole", FULLNAME)["rules"]
+    granted = [r for r in rules if "podgroups" in r["resources"]]
+    assert granted == [
+        {
+            "apiGroups": ["scheduling.k8s.io"],
+            "resources": ["podgroups"],
+            "verbs": ["get", "list", "watch"],
+        }
+    ]
+
+
 # --- serving (HTTPS, delegated auth, the explain API) -----------------------------------
 
 

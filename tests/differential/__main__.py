@@ -1,4 +1,5 @@
-"""python -m tests.differential [--scenarios N] [--seed S] [--only I ...] [--out FILE] [--ties]
+"""python -m tests.differential [--scenarios N] [--seed S] [--only I ...] [--out FILE]
+                                [--ties | --gangs]
 
 Runs upstream kube-scheduler v1.37.2 and this scheduler side by side on a fresh local
 cluster, on N random scenarios, and prints every difference and a summary table.
@@ -11,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from tests.differential.run import main_run
+from tests.differential.run import main_gangs, main_run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,9 +27,16 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="preemption scenarios whose victims tie on priority and start time",
     )
+    ap.add_argument(
+        "--gangs",
+        action="store_true",
+        help="PodGroups (GenericWorkload on both sides): placed, pending, messages",
+    )
     args = ap.parse_args(argv)
     os.environ.setdefault("KAS_CLUSTER_DIE_WITH_PARENT", "1")
     indices = args.only if args.only else list(range(args.scenarios))
+    if args.gangs:
+        return main_gangs(args.seed, indices, args.keep)
     return main_run(args.seed, indices, args.out, args.keep, ties=args.ties)
 
 

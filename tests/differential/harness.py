@@ -108,7 +108,16 @@ def _ok(status: int, body: Any, what: str) -> None:
 class Oracle:
     """Both schedulers on `cluster` (which should have no nodes of its own)."""
 
-    def __init__(self, cluster: ClusterHandle, workdir: Path, sampling: bool = False) -> None:
+    def __init__(
+        self,
+        cluster: ClusterHandle,
+        workdir: Path,
+        sampling: bool = False,
+        gates: list[str] | None = None,
+        backoff: int = 0,
+    ) -> None:
+        """`gates`: --feature-gates flags both schedulers get (the same for both);
+        `backoff`: both schedulers' pod backoff, in seconds (0: the run's default)."""
         self.cluster = cluster
         self.workdir = workdir
         local = cluster.local
@@ -118,8 +127,12 @@ class Oracle:
             kubeconfig_for(local, UPSTREAM, local.dir / "oracle"),
             workdir,
             sampling,
+            gates,
+            backoff,
         )
-        self.ours = Ours(kubeconfig_for(local, OURS, local.dir / "oracle"), workdir, sampling)
+        self.ours = Ours(
+            kubeconfig_for(local, OURS, local.dir / "oracle"), workdir, sampling, gates, backoff
+        )
         self._api = cluster.local.admin(timeout=30)
         self._previous: sc.Scenario | None = None
         # ns/name -> status.startTime of the existing pods (tie scenarios)

@@ -51,13 +51,17 @@ _OURS_PLUGIN = re.compile(r"plugin score pod=(\S+) plugin=(\S+) node=(\S+) score
 _OURS_SEARCHED = re.compile(r"searched nodes pod=(\S+) start=(\d+) processed=(\d+)")
 
 
-def _config(name: str, kubeconfig: Path, ours: bool, sampling: bool = False) -> dict[str, Any]:
+def _config(
+    name: str, kubeconfig: Path, ours: bool, sampling: bool = False, backoff: int = 0
+) -> dict[str, Any]:
     """Both schedulers' configuration. `sampling` (tests/differential/sampling.py): the
     default percentageOfNodesToScore (0, adaptive) and upstream's node search with one
     worker, the one outcome of its parallel search that goroutine timing cannot change
     (schedule_one.go findNodesThatPassFilters; this scheduler searches serially); a long
     backoff, so a refused bind is not retried (a retry would move the search's start)
-    before the harness deletes the pod."""
+    before the harness deletes the pod. `backoff` (seconds, when not 0): the same for
+    every run (the gang oracle: a member whose bind was refused is not retried, nor are
+    its siblings, before the gang's outcome is read)."""
     profile: dict[str, Any] = {"schedulerName": name}
     if not sampling:
         profile["percentageOfNodesToScore"] = 100
@@ -82,6 +86,8 @@ def _config(name: str, kubeconfig: Path, ours: bool, sampling: bool = False) -> 
     }
     if sampling:
         cfg.update(parallelism=1, podInitialBackoffSeconds=20, podMaxBackoffSeconds=20)
+    if backoff:
+        cfg.update(podInitialBackoffSeconds=backoff, podMaxBackoffSeconds=backoff)
     return cfg
 
 
@@ -178,11 +184,17 @@ class ScoreLog:
 
 class Upstream(LoggedProcess):
     def __init__(
-        self, bin_dir: Path, kubeconfig: Path, workdir: Path, sampling: bool = False
+        self,
+        bin_dir: Path,
+        kubeconfig: Path,
+        workdir: Path,
+        sampling: bool = False,
+        gates: list[str] | None = None,
+        backoff: int = 0,
     ) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         cfg = workdir / "upstream-config.yaml"
-        cfg.write_text(yaml.safe_dump(_config(UPSTREAM, kubeconfig, False, sampling)))
+        cfg.write_text(yaml.safe_dump(_config(UPSTREAM, kubeconfig, False, sampling, backoff)))
         log_path = workdir / "upstream.log"
         argv = [
             str(bin_dir / "kube-scheduler"),
@@ -191,18 +203,28 @@ class Upstream(LoggedProcess):
             "-v=2",
             # schedule_one: the scores; default_preemption: each candidate's victims
             "--vmodule=schedule_one=10,default_preemption=5",
+            *(gates or []),
         ]
         super().__init__(argv, log_path)
         self.scores = ScoreLog(self.log_path, ours=False)
 
 
 class Ours:
-    def __init__(self, kubeconfig: Path, workdir: Path, sampling: bool = False) -> None:
+    def __init__(
+        self,
+        kubeconfig: Path,
+        workdir: Path,
+        sampling: bool = False,
+        gates: list[str] | None = None,
+        backoff: int = 0,
+    ) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         cfg = workdir / "ours-config.yaml"
-        cfg.write_text(yaml.safe_dump(_config(OURS, kubeconfig, True, sampling)))
+        cfg.write_text(yaml.safe_dump(_config(OURS, kubeconfig, True, sampling, backoff)))
         self.log_path = workdir / "ours.log"
-        self.process = SchedulerProcess(str(kubeconfig), cfg, self.log_path, extra_args=["-v", "4"])
+        self.process = SchedulerProcess(
+            str(kubeconfig), cfg, self.log_path, extra_args=["-v", "4", *(gates or [])]
+        )
         self.scores = ScoreLog(self.log_path, ours=True)
 
     def start(self) -> None:

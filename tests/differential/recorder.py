@@ -43,6 +43,9 @@ class Recorder:
         # user -> claim key -> the node of its first PreBind write
         self.volume_writes: dict[str, dict[str, str]] = defaultdict(dict)
         self._lock = threading.Lock()
+        # seconds a refused bind is held before the answer (the gang oracle: no member's
+        # refused bind frees its node before every member's first outcome is read)
+        self.bind_hold = 0.0
         self._server: ThreadingHTTPServer | None = None
         self.probe_seen = threading.Event()
 
@@ -76,6 +79,8 @@ class Recorder:
                     self.deletes[user].append(key)
             if req.get("operation") == "DELETE" or req.get("subResource") == "status":
                 time.sleep(DELETE_HOLD)  # every parallel call of a preemption arrives
+            elif req.get("subResource") == "binding" and self.bind_hold:
+                time.sleep(self.bind_hold)
         response: dict[str, Any] = {"uid": req["uid"], "allowed": not refuse}
         if refuse:
             response["status"] = {"code": 403, "message": "recorded by the differential oracle"}

@@ -130,13 +130,19 @@ def run_oracle(
     return RunResult(seed, tally, pods, time.monotonic() - t0)
 
 
-def in_local_cluster(keep: Path | None, prefix: str, work: Callable[[ClusterHandle, Path], T]) -> T:
+def in_local_cluster(
+    keep: Path | None,
+    prefix: str,
+    work: Callable[[ClusterHandle, Path], T],
+    *,
+    generic_workload: bool = False,
+) -> T:
     """`work(cluster, workdir)` on a fresh local control plane without nodes, in `keep`
-    (kept) or a new temporary folder."""
+    (kept) or a new temporary folder; `generic_workload` serves PodGroups."""
     workroot = keep or Path(tempfile.mkdtemp(prefix=prefix))
     local = LocalCluster(workroot / "cluster")
     print(f"starting a local control plane in {workroot} ...", flush=True)
-    local.up(0)
+    local.up(0, generic_workload=generic_workload)
     try:
         return work(ClusterHandle(local), workroot / "oracle")
     finally:
@@ -180,3 +186,21 @@ def main_run(
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main_run(1, list(range(3)), None, None))
+
+
+def main_gangs(seed: int, scenarios: list[int], keep: Path | None) -> int:
+    """The gang oracle (tests/differential/gangs.py); exits 1 on any difference."""
+    from tests.differential.gangs import run_gang_oracle
+
+    tally = in_local_cluster(
+        keep,
+        "kas-gang-oracle-",
+        lambda cluster, workdir: run_gang_oracle(
+            cluster, workdir, seed, scenarios, progress=lambda s: print(s, flush=True)
+        ),
+        generic_workload=True,
+    )
+    print(tally.table())
+    for e in tally.errors:
+        print(f"error: {e}")
+    return 1 if tally.differences or tally.errors else 0

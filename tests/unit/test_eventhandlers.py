@@ -165,3 +165,23 @@ def test_another_schedulers_nomination_reserves_nothing_here() -> None:
     ours = make_pod("o").scheduler(SCHED).nominated("n1").obj()
     handler.on_add(ours)
     assert nominator.nominated_node(ours) == "n1"
+
+
+def test_a_deleted_pod_in_binding_frees_its_node_at_once() -> None:
+    # upstream handleAssumedPodDeletion: the assumption is dropped on the delete event,
+    # not when the bind later fails; one waiting at Permit is rejected instead
+    _, cache, _, _, handler = _setup()
+    pod = make_pod("binding").scheduler(SCHED).container(cpu="3").obj()
+    handler.on_add(pod)
+    cache.assume_pod(pod, "n1")
+    assert cache.node_count() == 1 and cache.is_assumed(pod)
+    handler.on_delete(pod)
+    assert not cache.is_assumed(pod) and cache.get_pod(pod.uid) is None
+    rejected: list[str] = []
+    handler.reject_waiting = lambda uid: rejected.append(uid) is None
+    waiting = make_pod("waiting").scheduler(SCHED).obj()
+    handler.on_add(waiting)
+    cache.assume_pod(waiting, "n1")
+    handler.on_delete(waiting)
+    # rejected at Permit: its binding task undoes the assumption itself
+    assert rejected == [waiting.uid] and cache.is_assumed(waiting)

@@ -127,7 +127,11 @@ async def test_a_gang_short_of_min_count_binds_nothing_and_says_why() -> None:
     # one 3-cpu member fits on each 4-cpu node: two fit, the third does not
     assert not any(w.cache.is_assumed(p) for p in pods)
     assert w.cache.gang("default", "big").scheduled_count == 0  # type: ignore[union-attr]
-    reason = "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining, "
+    # DynamicResources (upstream's default profile) had nothing to free; no DefaultPreemption
+    reason = (
+        "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining, "
+        "deallocation and deletion of ResourceClaims completed"
+    )
     assert w.events.notes == {
         "big-0": f"pod group is unschedulable, {reason}",
         "big-1": f"pod group is unschedulable, {reason}",
