@@ -47,6 +47,7 @@ from scheduler.features import FeatureGates
 from scheduler.framework.handle import Handle, InMemoryListers
 from scheduler.framework.runtime import Framework
 from scheduler.framework.waiting_pods import WaitingPods
+from scheduler.group_status_writer import GroupStatusWriter
 from scheduler.leader import LeaderElectionSettings, LeaderElector, LeaseFence
 from scheduler.lister_informers import lister_informers, pdb_informer
 from scheduler.loop import SchedulingLoop
@@ -352,6 +353,15 @@ class SchedulerApp:
             fence=self.fence.open,
             binds=self.tasks.group("binds"),
             pod_group_metrics=self.pod_group_metrics,
+            pod_group_conditions=(
+                GroupStatusWriter(
+                    self.dispatcher.patch_pod_group_status,
+                    metrics=self.pod_group_metrics,
+                    tasks=self.tasks.group("podgroup-status-writes"),
+                )
+                if self.pod_group_metrics is not None
+                else None
+            ),
         )
         opts = self.options
         self.server = HealthServer.delegating(

@@ -20,9 +20,11 @@ cache once and refreshes the snapshot (one node row per member): nothing else ru
 during the cycle, so no other reader can see the tentative assumptions, and Reserve
 runs once per placed member instead of twice.
 
-Not yet here (docs/plans/gangs.md): PodGroupPostFilter (preemption for a whole group) is
-answered only where no preemption could help; the PodGroup's PodGroupInitiallyScheduled
-condition is not written.
+Then the PodGroup's PodGroupInitiallyScheduled condition says how it went
+(group_status_writer.py) and the podgroup attempt metrics count it.
+
+Not yet here (docs/plans/gangs.md): PodGroupPostFilter chooses no victims (preemption
+for a whole group); it answers only where no preemption could help.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from scheduler.framework.scheduling_framework import SchedulingFramework
 from scheduler.framework.search import SearchState
 from scheduler.framework.status import Code, Status
 from scheduler.framework.waiting_pods import WaitingPod
+from scheduler.group_status_writer import GroupStatusWriter, WantedCondition
 from scheduler.metrics import PodGroupMetrics
 from scheduler.model import PodInfo
 from scheduler.model.pod_group import PodGroupInfo
@@ -158,6 +161,7 @@ class GroupCycle:
         binding: BindingCycles,
         metrics: PodGroupMetrics,
         clock: Clock,
+        conditions: GroupStatusWriter | None = None,
     ) -> None:
         self.cache = cache
         self.queue = queue
@@ -169,6 +173,8 @@ class GroupCycle:
         self.metrics = metrics
         self.clock = clock
         self._trying: list[_Member] = []  # the members of the attempt in progress
+        # the PodGroupInitiallyScheduled writes (none in tests that do not look)
+        self.conditions = conditions
 
     def run(
         self,
@@ -207,6 +213,7 @@ class GroupCycle:
         problem = validate(members, group, gang)
         if problem:
             self._error_all(fwk, members, problem, start)
+            self._condition(group, "False", "SchedulerError", problem)
             return
         self.cache.update_snapshot(snapshot)
         search.cycle += 1
@@ -225,6 +232,7 @@ class GroupCycle:
         self.metrics.algorithm_duration.observe(self.clock.now() - start)
         if verdict.code == Code.SUCCESS:
             self._submit_success(fwk, placed, start)
+            self._condition(group, "True", "Scheduled", verdict.message())
             self._record(fwk, SCHEDULED, start)
             return
         self._revert(fwk, placed)
@@ -237,7 +245,15 @@ class GroupCycle:
             else:
                 verdict.reasons.append(said)
         self._submit_failure(fwk, placed, verdict, start)
+        if verdict.code == Code.ERROR:
+            self._condition(group, "False", "SchedulerError", verdict.message())
+        else:
+            self._condition(group, "False", "Unschedulable", verdict.message())
         self._record(fwk, ERROR if verdict.code == Code.ERROR else UNSCHEDULABLE, start)
+
+    def _condition(self, group: PodGroupInfo, status: str, reason: str, message: str) -> None:
+        if self.conditions is not None:
+            self.conditions.want(group, WantedCondition(status, reason, message))
 
     # ------------------------------------------------------------------ the algorithm
     def _algorithm(

@@ -38,6 +38,7 @@ from scheduler.framework.search import SearchState
 from scheduler.framework.status import Code, Status
 from scheduler.framework.waiting_pods import WaitingPod
 from scheduler.group_cycle import GroupCycle
+from scheduler.group_status_writer import GroupStatusWriter
 from scheduler.metrics import PodGroupMetrics, SchedulerMetrics
 from scheduler.model import PodInfo
 from scheduler.queue import QueuedPodInfo, SchedulingQueue
@@ -71,6 +72,7 @@ class SchedulingLoop:
         fence: Callable[[str], bool] | None = None,
         binds: TaskSet | None = None,
         pod_group_metrics: PodGroupMetrics | None = None,
+        pod_group_conditions: GroupStatusWriter | None = None,
     ) -> None:
         self.cache = cache
         self.queue = queue
@@ -106,7 +108,7 @@ class SchedulingLoop:
             self.group_cycle = GroupCycle(
                 cache=cache, queue=queue, nominator=nominator, frameworks=frameworks,
                 algorithms=algorithms, failures=self.failures, binding=self.binding,
-                metrics=pod_group_metrics, clock=clock,
+                metrics=pod_group_metrics, clock=clock, conditions=pod_group_conditions,
             )  # fmt: skip
         self._stopping = False
         # told of every FitError after PostFilter (explain keeps the last attempt)

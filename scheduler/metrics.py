@@ -391,6 +391,15 @@ class PodGroupMetrics:
             buckets=ATTEMPT_BUCKETS,
             registry=r,
         )
+        self.status_patches = Counter(
+            "podgroup_status_patches_total",
+            "PodGroupInitiallyScheduled condition writes by outcome: written, unchanged "
+            "(nothing to write), coalesced (replaced by a newer one before it was sent), "
+            "gone, failed, fenced (this replica did not surely hold the lease).",
+            ["result"],
+            namespace=ns,
+            registry=r,
+        )
         self.algorithm_duration = Histogram(
             "podgroup_scheduling_algorithm_duration_seconds",
             "Pod group scheduling algorithm latency in seconds (every member tried).",

@@ -396,6 +396,23 @@ class Dispatcher:
         )
         return response.body
 
+    async def patch_pod_group_status(
+        self, namespace: str, name: str, patch: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Strategic merge patch on podgroups/{name}/status (scheduling.k8s.io/v1beta1):
+        the PodGroupInitiallyScheduled condition, as upstream's pod-group cycle writes it."""
+        path = f"/apis/scheduling.k8s.io/v1beta1/namespaces/{namespace}/podgroups/{name}/status"
+        response = await self.call(
+            "patch",
+            "podgroups/status",
+            "PATCH",
+            path,
+            body=patch,
+            content_type=STRATEGIC_MERGE_PATCH,
+            fenced=True,
+        )
+        return response.body
+
     async def delete_pod(
         self,
         namespace: str,

@@ -23,7 +23,21 @@ from typing import Any, Literal
 from scheduler.model.errors import InvalidObject
 from scheduler.model.json_fields import json_int, object_name
 
-__all__ = ["PodGroupInfo", "pod_group_from_dict"]
+__all__ = ["INITIALLY_SCHEDULED", "GroupCondition", "PodGroupInfo", "pod_group_from_dict"]
+
+# the one condition the scheduler writes on a PodGroup (scheduling/v1beta1 types.go)
+INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCondition:
+    """status.conditions[type=PodGroupInitiallyScheduled] as last read."""
+
+    status: str
+    reason: str
+    message: str
+    last_transition_time: str  # as the API server holds it (RFC 3339), kept on rewrites
+    observed_generation: int = 0
 
 Policy = Literal["basic", "gang"]
 DisruptionMode = Literal["single", "all"]
@@ -42,6 +56,8 @@ class PodGroupInfo:
     workload_name: str = ""  # spec.workloadRef.workloadName ("" when none)
     workload_template: str = ""  # spec.workloadRef.templateName
     resource_version: str = ""
+    generation: int = 0
+    initially_scheduled: GroupCondition | None = None
 
     @property
     def key(self) -> str:
@@ -83,6 +99,8 @@ def pod_group_from_dict(raw: Mapping[str, Any]) -> PodGroupInfo:
     if not isinstance(ref, Mapping):
         raise InvalidObject("spec.workloadRef", "must be an object")
     return PodGroupInfo(
+        generation=json_int(meta.get("generation"), "metadata.generation", 0),
+        initially_scheduled=_initially_scheduled(raw.get("status")),
         namespace=str(meta.get("namespace") or ""),
         name=name,
         uid=str(meta.get("uid") or ""),
@@ -95,3 +113,22 @@ def pod_group_from_dict(raw: Mapping[str, Any]) -> PodGroupInfo:
         workload_template=str(ref.get("templateName") or ""),
         resource_version=str(meta.get("resourceVersion") or ""),
     )
+
+
+def _initially_scheduled(status: Any) -> GroupCondition | None:
+    """The scheduler's own condition; anything malformed reads as absent (it is only used
+    to skip a write that would change nothing)."""
+    if not isinstance(status, Mapping):
+        return None
+    for c in status.get("conditions") or ():
+        if isinstance(c, Mapping) and c.get("type") == INITIALLY_SCHEDULED:
+            return GroupCondition(
+                status=str(c.get("status") or ""),
+                reason=str(c.get("reason") or ""),
+                message=str(c.get("message") or ""),
+                last_transition_time=str(c.get("lastTransitionTime") or ""),
+                observed_generation=(
+                    g if isinstance(g := c.get("observedGeneration"), int) else 0
+                ),
+            )
+    return None

@@ -923,13 +923,14 @@ def test_workload_aware_scheduling_gate_and_rbac_follow_one_value(tmp_path: Path
     on = render(tmp_path, None, "workloadAwareScheduling.enabled=true")
     assert "--feature-gates=GenericWorkload=true" in container(on)["args"]
     rules = one(on, "ClusterRole", FULLNAME)["rules"]
-    granted = [r for r in rules if "podgroups" in r["resources"]]
+    granted = [r for r in rules if r["apiGroups"] == ["scheduling.k8s.io"]]
     assert granted == [
         {
             "apiGroups": ["scheduling.k8s.io"],
             "resources": ["podgroups"],
             "verbs": ["get", "list", "watch"],
-        }
+        },
+        {"apiGroups": ["scheduling.k8s.io"], "resources": ["podgroups/status"], "verbs": ["patch"]},
     ]
 
 

@@ -58,6 +58,14 @@ def _condition(cluster: ClusterHandle, ns: str, name: str) -> dict[str, Any] | N
     return None
 
 
+def _group_condition(cluster: ClusterHandle, ns: str, name: str) -> dict[str, Any] | None:
+    body = cluster.api("GET", f"/apis/scheduling.k8s.io/v1beta1/namespaces/{ns}/podgroups/{name}")
+    for c in (body or {}).get("status", {}).get("conditions") or []:
+        if c.get("type") == "PodGroupInitiallyScheduled":
+            return dict(c)
+    return None
+
+
 def test_gangs_are_placed_all_or_nothing(
     make_cluster: Callable[..., ClusterHandle], tmp_path: Path
 ) -> None:
@@ -101,6 +109,19 @@ def test_gangs_are_placed_all_or_nothing(
         untried = "minCount (3) cannot be satisfied: 1 scheduled, 1 remaining"
         assert conds["big-2"]["message"] == untried
         assert not any(_node(cluster, ns, f"big-{i}") for i in range(3))
+        # the PodGroups say it too (PodGroupInitiallyScheduled, upstream's words)
+        placed = wait_for(
+            lambda: _group_condition(cluster, ns, "fits"), timeout=30, what="fits' condition"
+        )
+        assert (placed["status"], placed["reason"], placed["message"]) == ("True", "Scheduled", "")
+        pending = wait_for(
+            lambda: _group_condition(cluster, ns, "big"), timeout=30, what="big's condition"
+        )
+        assert (pending["status"], pending["reason"]) == ("False", "Unschedulable")
+        assert pending["message"] == (
+            "minCount (3) cannot be satisfied: 1 scheduled, 1 remaining, "
+            "pod group preemption: No preemption victims found for incoming preemptor"
+        )
 
         # one member of a gang of two waits, silent, until the second exists
         _pod_group(cluster, ns, "pair", {"gang": {"minCount": 2}})
