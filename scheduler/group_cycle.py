@@ -30,6 +30,7 @@ for a whole group); it answers only where no preemption could help.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -112,6 +113,8 @@ class _Member:
     status: GroupStatus | None = None  # its own verdict, when not placed
     # every PreFilter plugin ran for it this attempt (none rejected it outright)
     pre_filtered: bool = False
+    # the algorithm placed it on `node` (kept once the simulation is undone)
+    placed: bool = False
 
 
 def member_order(info: QueuedPodInfo[PodInfo]) -> tuple[int, int, float, str]:
@@ -223,19 +226,22 @@ class GroupCycle:
         except Exception as exc:  # a plugin bug: undo, tell every member, lose nothing
             log.exception("pod group cycle crashed group=%s/%s", group.namespace, group.name)
             with contextlib.suppress(Exception):
-                self._revert(fwk, self._trying)
+                self._revert(fwk, self._trying, snapshot)
             self._error_all(
                 fwk, members,
                 f"internal error in the pod-group cycle: {type(exc).__name__}: {exc}", start,
             )  # fmt: skip
             return
+        # the algorithm is a simulation: undone whatever its verdict (upstream's
+        # runRootSchedulingAlgorithm reverts on return); a placed group is assumed in
+        # the cache member by member when it is submitted
+        self._revert(fwk, placed, snapshot)
         self.metrics.algorithm_duration.observe(self.clock.now() - start)
         if verdict.code == Code.SUCCESS:
             self._submit_success(fwk, placed, start)
             self._condition(group, "True", "Scheduled", verdict.message())
             self._record(fwk, SCHEDULED, start)
             return
-        self._revert(fwk, placed)
         if verdict.code == Code.UNSCHEDULABLE:
             # upstream runs PodGroupPostFilter on a plain Unschedulable only; an error
             # replaces the verdict, anything else is appended as one more reason
@@ -332,42 +338,51 @@ class GroupCycle:
     def _assume_and_reserve(
         self, fwk: SchedulingFramework, m: _Member, node: str, snapshot: Snapshot
     ) -> bool:
+        """upstream assumeAndReserve in a group cycle: assumed in the snapshot (the next
+        members see it), Reserve, the nomination dropped (it would count twice)."""
         pod = m.info.pod
-        try:
-            assumed = self.cache.assume_pod(pod, node)
-        except CacheError as exc:
-            m.status = GroupStatus(Code.ERROR, [str(exc)])
-            return False
+        assumed = dataclasses.replace(pod, node_name=node)
+        snapshot.add_pod(assumed, node)
         m.old_nomination = self.nominator.nominated_node(pod)
         self.nominator.remove(pod)
+        m.assumed, m.node = assumed, node
         st = fwk.run_reserve(m.state, assumed, node)
         if not st.ok:
-            self._undo(fwk, m.state, assumed, node, m.old_nomination)
+            self._unassume(fwk, m, snapshot)
             m.status = GroupStatus(st.code, list(st.reasons))
             return False
-        m.assumed, m.node = assumed, node
-        self.cache.update_snapshot(snapshot)  # the next member sees this one
         return True
 
-    def _undo(
-        self,
-        fwk: SchedulingFramework,
-        state: CycleState,
-        assumed: PodInfo,
-        node: str,
-        old_nomination: str | None,
+    def _unassume(self, fwk: SchedulingFramework, m: _Member, snapshot: Snapshot) -> None:
+        assert m.assumed is not None
+        fwk.run_unreserve(m.state, m.assumed, m.node)
+        snapshot.remove_pod(m.assumed, m.node)
+        if m.old_nomination:
+            self.nominator.add(m.info.pod, m.old_nomination)
+        m.assumed = None
+
+    def _revert(
+        self, fwk: SchedulingFramework, members: list[_Member], snapshot: Snapshot
     ) -> None:
+        """Undo the simulation, last member first (upstream's revertFns): Unreserve,
+        forget in the snapshot, the old nomination back. The members keep the node the
+        algorithm found (`node`) for the submit."""
+        for m in reversed(members):
+            if m.assumed is not None:
+                fwk.run_unreserve(m.state, m.assumed, m.node)
+                if m.old_nomination:
+                    self.nominator.add(m.info.pod, m.old_nomination)
+                m.placed = True
+                m.assumed = None
+        snapshot.restore_mutations()
+
+    def _undo(
+        self, fwk: SchedulingFramework, state: CycleState, assumed: PodInfo, node: str
+    ) -> None:
+        """A cache assumption of the submit undone (Reserve or Permit refused it)."""
         fwk.run_unreserve(state, assumed, node)
         with contextlib.suppress(CacheError):
             self.cache.forget_pod(assumed)
-        if old_nomination:
-            self.nominator.add(assumed, old_nomination)
-
-    def _revert(self, fwk: SchedulingFramework, members: list[_Member]) -> None:
-        """Undo this cycle's assumptions, last first (upstream's revertFns)."""
-        for m in reversed(members):
-            if m.assumed is not None:
-                self._undo(fwk, m.state, m.assumed, m.node, m.old_nomination)
 
     # ------------------------------------------------------------------ PodGroupPostFilter
     def _pod_group_post_filter(
@@ -410,7 +425,7 @@ class GroupCycle:
     ) -> None:
         for m in members:
             info = m.info
-            if m.assumed is None:
+            if not m.placed:
                 # fits nowhere (or its Reserve failed) while the group is placed: its own
                 # reason, and straight back to activeQ (upstream keeps the group's
                 # timestamp so leftovers retry at once)
@@ -418,19 +433,36 @@ class GroupCycle:
                 self.queue.activate([info.pod])
                 self._failed(fwk, m, own, start, nominated=None)
                 continue
-            permit, timeout = fwk.run_permit(m.state, m.assumed, m.node)
-            if not permit.ok and permit.code != Code.WAIT:
-                self._undo(fwk, m.state, m.assumed, m.node, None)
-                self.failures.failed(
-                    fwk, info, permit, permit.message(), start, result_of(permit),
-                    nominated=self._clear(info.pod),
-                )  # fmt: skip
-                continue
-            waiting = None
-            if permit.code == Code.WAIT:
-                waiting = WaitingPod(m.assumed, m.node, plugin=permit.plugin, timeout=timeout)
-                fwk.waiting_pods.add(waiting)
-            self.binding.start(Assumed(fwk, m.state, info, m.assumed, m.node, start), waiting)
+            self._prepare_for_binding(fwk, m, start)
+
+    def _prepare_for_binding(self, fwk: SchedulingFramework, m: _Member, start: float) -> None:
+        """upstream prepareForBindingCycle: assume in the cache, Reserve (again, as
+        upstream), Permit; then the binding task. A member that waits at Permit is let
+        go by the member that completes minCount, later in this same loop."""
+        info, pod, node = m.info, m.info.pod, m.node
+        try:
+            assumed = self.cache.assume_pod(pod, node)
+        except CacheError as exc:
+            st = Status.from_error(exc)
+            self.failures.failed(
+                fwk, info, st, str(exc), start, RESULT_ERROR, nominated=self._clear(pod)
+            )
+            return
+        self.nominator.remove(pod)
+        st = fwk.run_reserve(m.state, assumed, node)
+        if st.ok:
+            st, timeout = fwk.run_permit(m.state, assumed, node)
+        if not st.ok and st.code != Code.WAIT:
+            self._undo(fwk, m.state, assumed, node)
+            self.failures.failed(
+                fwk, info, st, st.message(), start, result_of(st), nominated=self._clear(pod)
+            )
+            return
+        waiting = None
+        if st.code == Code.WAIT:
+            waiting = WaitingPod(assumed, node, plugin=st.plugin, timeout=timeout)
+            fwk.waiting_pods.add(waiting)
+        self.binding.start(Assumed(fwk, m.state, info, assumed, node, start), waiting)
 
     def _submit_failure(
         self,
@@ -444,14 +476,15 @@ class GroupCycle:
             if verdict.code == Code.ERROR:
                 own = m.status if m.status is not None and m.status.code == Code.ERROR else verdict
                 self._failed(fwk, m, own, start, nominated=self._clear(pod))
-            elif m.status is None:
+            elif m.placed:
                 # it fitted on its own: the group's reason, and its nomination cleared
                 st = GroupStatus(Code.UNSCHEDULABLE, [POD_GROUP_UNSCHEDULABLE, verdict.message()])
                 self._failed(fwk, m, st, start, nominated=self._clear(pod))
             else:
                 # its own FitError (no per-pod PostFilter in a group cycle) or the group's
                 # verdict as it stood when the cycle stopped; its nomination is left alone
-                self._failed(fwk, m, m.status, start, nominated=None)
+                own = m.status or GroupStatus(verdict.code, list(verdict.reasons))
+                self._failed(fwk, m, own, start, nominated=None)
 
     def _failed(
         self,

@@ -289,6 +289,10 @@ class Cache:
         entries copied. Also drops the tombstones (entries with neither a node nor pods):
         only the one snapshot that the loop owns may be updated this way (upstream has
         one snapshot per scheduler). Any other reader uses `refresh_snapshot`."""
+        if snapshot.mutated:
+            # a simulation left without undoing itself (a crash): the cache's view wins
+            log.warning("snapshot still held simulated changes; restored before the update")
+            snapshot.restore_mutations()
         changed = self._copy_changes(snapshot, None)
         for name in self._tombstones:
             entry = self._nodes.get(name)

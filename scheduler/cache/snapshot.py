@@ -18,6 +18,7 @@ last update, so a cycle after one bind touches one row, not 5000. The snapshot h
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator
 
 import numpy as np
@@ -56,6 +57,9 @@ class Snapshot:
         # a node came into or left this snapshot since its order was last rebuilt
         # (Cache._copy_changes rebuilds it once the snapshot is up to date)
         self.order_stale = False
+        # the views as the cache gave them, for the nodes a simulation changed (the
+        # pod-group cycle, pod-group preemption); restore_mutations puts them back
+        self._before_mutations: dict[str, NodeView] = {}
 
     # ------------------------------------------------------------ reads
     @property
@@ -92,6 +96,39 @@ class Snapshot:
 
     def node_names(self) -> list[str]:
         return [n for n in self.table.names if n is not None]
+
+    # ------------------------------------------------------------ simulations
+    # upstream's snapshot AssumePod/ForgetPod and its mutation session
+    # (pkg/scheduler/backend/cache/snapshot.go): a pod-group cycle places its members here
+    # and not in the cache, and pod-group preemption removes victims here; everything is
+    # undone by restore_mutations before the cache next updates this snapshot.
+    def add_pod(self, pod: PodInfo, node_name: str) -> None:
+        """Count `pod` (its node_name set to `node_name`) on that node."""
+        view = self._mutable(node_name)
+        view.add_pod(pod if pod.node_name == node_name else _on_node(pod, node_name))
+        self._set(node_name, view)
+
+    def remove_pod(self, pod: PodInfo, node_name: str) -> None:
+        view = self._mutable(node_name)
+        self._set(node_name, view.clone_without((pod.uid,)))
+
+    def _mutable(self, node_name: str) -> NodeView:
+        view = self.get(node_name)
+        if view is None:
+            raise KeyError(f"node {node_name} is not in the snapshot")
+        self._before_mutations.setdefault(node_name, view)
+        return view.clone()
+
+    @property
+    def mutated(self) -> bool:
+        return bool(self._before_mutations)
+
+    def restore_mutations(self) -> None:
+        """Every node a simulation changed back as the cache gave it (its pods in their
+        order, so victims' ties and the search see the same node again)."""
+        saved, self._before_mutations = self._before_mutations, {}
+        for name, view in saved.items():
+            self._set(name, view)
 
     # ------------------------------------------------------------ writes (by the cache)
     def _index_terms(self, slot: int, pods: Iterable[PodInfo], delta: int) -> None:
@@ -165,6 +202,10 @@ class Snapshot:
         self.with_affinity.discard(slot)
         self.with_required_anti_affinity.discard(slot)
         return True
+
+
+def _on_node(pod: PodInfo, node_name: str) -> PodInfo:
+    return dataclasses.replace(pod, node_name=node_name)
 
 
 def _toggle(s: set[int], slot: int, on: bool) -> None:
