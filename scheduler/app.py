@@ -65,6 +65,7 @@ from scheduler.policy.runtime import READINESS_CHECK as POLICIES_READINESS_CHECK
 from scheduler.policy.runtime import PolicyRuntime
 from scheduler.preemption import ExecutorSettings, PreemptionExecutor
 from scheduler.preemption.default_preemption import PreemptionServices
+from scheduler.preemption.pod_group_executor import PodGroupPreemptions
 from scheduler.queue import SchedulingQueue
 from scheduler.server import DelegationOptions, HealthServer, ServingOptions
 from scheduler.serving.certs import ServingCert
@@ -239,6 +240,17 @@ class SchedulerApp:
             pdbs=self.pdb_informer.list,
             metrics=m,
             victim_policy=self.policies.store if self.policies is not None else None,
+            # GenericWorkload: preemption for whole pod groups shares the evictions
+            pod_group_preemptions=(
+                PodGroupPreemptions(
+                    self.executor.evictions,
+                    self.events,
+                    pod_lookup=self.cache.get_pod,
+                    tasks=self.tasks.group("podgroup-preemptions"),
+                )
+                if self.features.generic_workload
+                else None
+            ),
         )
         registry = catalog.registry(services)
         # one map of pods waiting at Permit for every profile, so preemption finds a

@@ -52,6 +52,13 @@ from scheduler.metrics import PodGroupMetrics
 from scheduler.model import PodInfo
 from scheduler.model.pod_group import PodGroupInfo
 from scheduler.plugins.gang_scheduling import placement_feasible
+from scheduler.preemption.default_preemption import PreemptionServices
+from scheduler.preemption.pod_group_preemption import (
+    Assignment,
+    GroupPreemption,
+    Simulation,
+    preempt_for_group,
+)
 from scheduler.queue import QueuedPodInfo, SchedulingQueue
 from scheduler.scheduling_failure import (
     RESULT_ERROR,
@@ -74,7 +81,18 @@ NOT_IMPLEMENTED = (
 # DynamicResources' PodGroupPostFilter when it freed nothing (no member has claims)
 DRA_NOTHING_TO_FREE = "deallocation and deletion of ResourceClaims completed"
 
+# upstream's status code names (kube-scheduler framework interface.go), metric labels
+_CODE_NAMES = {
+    Code.SUCCESS: "Success",
+    Code.ERROR: "Error",
+    Code.UNSCHEDULABLE: "Unschedulable",
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    Code.WAIT: "Wait",
+    Code.SKIP: "Skip",
+}
+
 SCHEDULED = "scheduled"
+WAITING_ON_PREEMPTION = "waiting_on_preemption"
 UNSCHEDULABLE = "unschedulable"
 ERROR = "error"
 
@@ -242,20 +260,29 @@ class GroupCycle:
             self._condition(group, "True", "Scheduled", verdict.message())
             self._record(fwk, SCHEDULED, start)
             return
+        nominations: dict[str, str] | None = None
         if verdict.code == Code.UNSCHEDULABLE:
             # upstream runs PodGroupPostFilter on a plain Unschedulable only; an error
             # replaces the verdict, anything else is appended as one more reason
-            code, said = self._pod_group_post_filter(fwk, group, members, placed)
+            code, said, nominations = self._pod_group_post_filter(
+                fwk, group, gang, members, placed, snapshot, search
+            )
             if code == Code.ERROR:
                 verdict = GroupStatus(Code.ERROR, [said])
             else:
                 verdict.reasons.append(said)
-        self._submit_failure(fwk, placed, verdict, start)
+        self._submit_failure(fwk, placed, verdict, start, nominations)
         if verdict.code == Code.ERROR:
             self._condition(group, "False", "SchedulerError", verdict.message())
         else:
             self._condition(group, "False", "Unschedulable", verdict.message())
-        self._record(fwk, ERROR if verdict.code == Code.ERROR else UNSCHEDULABLE, start)
+        if verdict.code == Code.ERROR:
+            result = ERROR
+        elif nominations is not None:
+            result = WAITING_ON_PREEMPTION
+        else:
+            result = UNSCHEDULABLE
+        self._record(fwk, result, start)
 
     def _condition(self, group: PodGroupInfo, status: str, reason: str, message: str) -> None:
         if self.conditions is not None:
@@ -362,7 +389,12 @@ class GroupCycle:
         m.assumed = None
 
     def _revert(
-        self, fwk: SchedulingFramework, members: list[_Member], snapshot: Snapshot
+        self,
+        fwk: SchedulingFramework,
+        members: list[_Member],
+        snapshot: Snapshot,
+        *,
+        restore: bool = True,
     ) -> None:
         """Undo the simulation, last member first (upstream's revertFns): Unreserve,
         forget in the snapshot, the old nomination back. The members keep the node the
@@ -370,11 +402,14 @@ class GroupCycle:
         for m in reversed(members):
             if m.assumed is not None:
                 fwk.run_unreserve(m.state, m.assumed, m.node)
+                if not restore:
+                    snapshot.remove_pod(m.assumed, m.node)
                 if m.old_nomination:
                     self.nominator.add(m.info.pod, m.old_nomination)
                 m.placed = True
                 m.assumed = None
-        snapshot.restore_mutations()
+        if restore:
+            snapshot.restore_mutations()
 
     def _undo(
         self, fwk: SchedulingFramework, state: CycleState, assumed: PodInfo, node: str
@@ -389,13 +424,18 @@ class GroupCycle:
         self,
         fwk: SchedulingFramework,
         group: PodGroupInfo,
-        members: list[QueuedPodInfo[PodInfo]],
+        gang: GangState,
+        infos: list[QueuedPodInfo[PodInfo]],
         tried: list[_Member],
-    ) -> tuple[Code, str]:
+        snapshot: Snapshot,
+        search: SearchState,
+    ) -> tuple[Code, str, dict[str, str] | None]:
         """upstream RunPodGroupPostFilterPlugins (framework/runtime/framework.go) over the
         default profile's two PodGroupPostFilter plugins, in order: an error stops with
-        `error in "<plugin>" PodGroupPostFilter plugins: <message>`, an
+        `error in "<plugin>" PodGroupPostFilter plugins: <message>`, a success or an
         UnschedulableAndUnresolvable answer stands alone, Unschedulable reasons add up.
+        Returns (code, the reason to append, the members' nominations when victims were
+        chosen or a preemption is in flight).
 
         1. DynamicResources is in upstream's default profile (DRA is GA) though not in
            this scheduler, which takes no pod with claims. For such pods its
@@ -404,20 +444,100 @@ class GroupCycle:
            its PreFilter this attempt (the placement check failed first, or an earlier
            PreFilter plugin rejected every member outright), which is an error ("not
            found", the cycle state's ErrNotFound); else it has nothing to free.
-        2. DefaultPreemption: the group's policy, then whether any pod of lower priority
-           exists anywhere (framework/preemption/podgrouppreemption.go); choosing
-           victims for a group is not built yet."""
+        2. DefaultPreemption: pod-group preemption (preemption/pod_group_preemption.py),
+           its messages prefixed `pod group preemption: `; victims are preempted by a
+           background task (preemption/pod_group_executor.py)."""
         if not any(m.pre_filtered for m in tried):
-            return Code.ERROR, 'error in "DynamicResources" PodGroupPostFilter plugins: not found'
+            return (
+                Code.ERROR,
+                'error in "DynamicResources" PodGroupPostFilter plugins: not found',
+                None,
+            )
         reasons = [DRA_NOTHING_TO_FREE]
-        if fwk.has_plugin(names.DEFAULT_PREEMPTION):
-            if any(m.pod.preemption_policy == "Never" for m in members):
-                reasons.append(NOT_ELIGIBLE)
-            elif not self.cache.any_pod_below(group.priority):
-                return Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS
-            else:
-                reasons.append(NOT_IMPLEMENTED)
-        return Code.UNSCHEDULABLE, ", ".join(reasons)
+        if not fwk.has_plugin(names.DEFAULT_PREEMPTION):
+            return Code.UNSCHEDULABLE, ", ".join(reasons), None
+        plugin = fwk.plugin(names.DEFAULT_PREEMPTION)
+        services: PreemptionServices | None = getattr(plugin, "services", None)
+        members = [i.pod for i in infos]
+        try:
+            result = self._preempt(fwk, group, gang, infos, members, snapshot, search, services)
+        finally:
+            snapshot.restore_mutations()
+        self.metrics.workload_preemption_attempts.labels(result=_CODE_NAMES[result.code]).inc()
+        said = f"pod group preemption: {result.message}" if result.message else ""
+        if result.code == Code.ERROR:
+            return (
+                Code.ERROR,
+                f'error in "{names.DEFAULT_PREEMPTION}" PodGroupPostFilter plugins: {said}',
+                None,
+            )
+        if result.code == Code.SUCCESS:
+            executor = services.pod_group_preemptions if services is not None else None
+            if result.victims and executor is not None:
+                executor.start(group, members, result.victims, plugin.handle)  # type: ignore[attr-defined]
+                self.metrics.workload_preemption_victims.observe(len(result.victims))
+            return Code.SUCCESS, said, result.nominations
+        if result.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            return result.code, said, None
+        reasons.append(said)
+        return Code.UNSCHEDULABLE, ", ".join(reasons), None
+
+    def _preempt(
+        self,
+        fwk: SchedulingFramework,
+        group: PodGroupInfo,
+        gang: GangState,
+        infos: list[QueuedPodInfo[PodInfo]],
+        members: list[PodInfo],
+        snapshot: Snapshot,
+        search: SearchState,
+        services: PreemptionServices | None,
+    ) -> GroupPreemption:
+        def rerun() -> tuple[list[Assignment], Code, str]:
+            # the group algorithm again, fresh cycle states, on the snapshot without the
+            # victims; its members' placement undone, the victims' removal kept
+            tried, verdict = self._algorithm(fwk, group, gang, infos, snapshot, search)
+            placed = [Assignment(m.info.pod, m.node, m.state) for m in tried if m.assumed]
+            self._revert(fwk, tried, snapshot, restore=False)
+            return placed, verdict.code, verdict.message()
+
+        runner = fwk.filter_runner
+
+        def add_pod(state: CycleState, pod: PodInfo, added: PodInfo, node: str) -> bool:
+            view = snapshot.get(node)
+            return view is not None and runner.add_pod(state, pod, added, view).ok
+
+        def remove_pod(state: CycleState, pod: PodInfo, removed: PodInfo, node: str) -> bool:
+            view = snapshot.get(node)
+            return view is not None and runner.remove_pod(state, pod, removed, view).ok
+
+        def passes(state: CycleState, pod: PodInfo, node: str) -> bool:
+            view = snapshot.get(node)
+            return view is not None and runner.run_with_nominated_pods(
+                state, pod, view, self.nominator
+            ).ok
+
+        def reserve(state: CycleState, pod: PodInfo, node: str) -> None:
+            fwk.run_reserve(state, pod, node)
+
+        sim = Simulation(
+            run_algorithm=rerun,
+            add_pod=add_pod,
+            remove_pod=remove_pod,
+            passes_filter=passes,
+            reserve=reserve,
+            unreserve=fwk.run_unreserve,
+        )
+        pdbs = services.pdbs() if services is not None else ()
+        return preempt_for_group(
+            members,
+            group.priority,
+            any(p.preemption_policy == "Never" for p in members),
+            snapshot,
+            self.cache.gang,
+            pdbs,
+            sim,
+        )
 
     # ------------------------------------------------------------------ submitting
     def _submit_success(
@@ -470,9 +590,20 @@ class GroupCycle:
         members: list[_Member],
         verdict: GroupStatus,
         start: float,
+        nominations: dict[str, str] | None = None,
     ) -> None:
         for m in members:
             pod = m.info.pod
+            if nominations is not None:
+                # waiting on preemption: the group's verdict as is for those that fitted,
+                # their own for the others, and every member nominated where the
+                # preemption placed it (upstream applyPodGroupPostFilterResult)
+                own = verdict if m.placed else (m.status or verdict)
+                node = nominations.get(pod.uid)
+                if node is not None:
+                    self.nominator.add(pod, node)
+                self._failed(fwk, m, own, start, nominated=node)
+                continue
             if verdict.code == Code.ERROR:
                 own = m.status if m.status is not None and m.status.code == Code.ERROR else verdict
                 self._failed(fwk, m, own, start, nominated=self._clear(pod))

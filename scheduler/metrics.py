@@ -400,6 +400,20 @@ class PodGroupMetrics:
             namespace=ns,
             registry=r,
         )
+        self.workload_preemption_attempts = Counter(
+            "workload_preemption_attempts_total",
+            "Pod-group preemption attempts (PodGroupPostFilter), by the status code.",
+            ["result"],
+            namespace=ns,
+            registry=r,
+        )
+        self.workload_preemption_victims = Histogram(
+            "workload_preemption_victims",
+            "Number of victims chosen by one pod-group preemption.",
+            namespace=ns,
+            buckets=exponential_buckets(1, 2, 11),
+            registry=r,
+        )
         self.algorithm_duration = Histogram(
             "podgroup_scheduling_algorithm_duration_seconds",
             "Pod group scheduling algorithm latency in seconds (every member tried).",

@@ -10,7 +10,7 @@ Protocol, so its failure paths are tested against a fake framework
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import PostFilterPlugin, PostFilterResult
@@ -21,6 +21,7 @@ from scheduler.model.pod import PodInfo
 if TYPE_CHECKING:
     from scheduler.cache.snapshot import Snapshot
     from scheduler.framework.diagnosis import Diagnosis
+    from scheduler.framework.filter_runner import FilterRunner
 
 
 class SchedulingFramework(Protocol):
@@ -32,6 +33,9 @@ class SchedulingFramework(Protocol):
     def post_filter_plugins(self) -> Sequence[PostFilterPlugin]: ...
 
     def has_plugin(self, name: str) -> bool: ...
+    def plugin(self, name: str) -> Any: ...
+    @property
+    def filter_runner(self) -> FilterRunner: ...
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status]: ...

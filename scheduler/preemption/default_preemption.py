@@ -62,6 +62,7 @@ from scheduler.preemption.evaluator import (
     NodeLike,
 )
 from scheduler.preemption.executor import PreemptionExecutor
+from scheduler.preemption.pod_group_executor import PodGroupPreemptions
 from scheduler.preemption.policy_evaluator import new_evaluator
 from scheduler.preemption.victim_policy import VictimPolicy, recording_nothing
 
@@ -70,6 +71,7 @@ __all__ = ["MSG_WAITING", "DefaultPreemption", "PreemptionServices", "factory"]
 log = logging.getLogger(__name__)
 
 MSG_WAITING = "waiting for the preemption for this pod to be finished"
+MSG_WAITING_GROUP = "waiting for the preemption for this pod group to be finished"
 
 # uid -> the pod as the cache has it now (None when gone); Cache.get_pod is one
 PodLookup = Callable[[str], PodInfo | None]
@@ -97,6 +99,8 @@ class PreemptionServices:
     rand: Callable[[int], int] = field(default=random.randrange)
     victim_policy: VictimPolicy | None = None
     """Operator PreemptionPolicies (scheduler.policy.PolicyStore), if enabled."""
+    pod_group_preemptions: PodGroupPreemptions | None = None
+    """GenericWorkload: the preemptions for whole pod groups (pod_group_executor.py)."""
 
 
 def _prefixed(status: Status, plugin: str) -> Status:
@@ -252,12 +256,30 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin, EnqueueExtensions):
 
     # ------------------------------------------------------------------ PreEnqueue
 
+    def _gated(self, pod: PodInfo) -> str:
+        """Why the pod must wait for a preemption in flight ("" when it need not): a
+        PodGroup member for its group's (a missing PodGroup gates nothing), any other
+        pod for its own (upstream default_preemption.go PreEnqueue)."""
+        if pod.pod_group:
+            group_preemptions = self.services.pod_group_preemptions
+            gang = self.handle.gang_lookup(pod.namespace, pod.pod_group)
+            if (
+                group_preemptions is not None
+                and gang is not None
+                and gang.pod_group is not None
+                and group_preemptions.is_gated(gang.pod_group.uid)
+            ):
+                return MSG_WAITING_GROUP
+            return ""
+        return MSG_WAITING if self.executor.is_gated(pod.uid) else ""
+
     def pre_enqueue(self, pod: PodInfo) -> Status:
         """The gate: closed while the executor says the preemptor must wait
         (PreemptionExecutor.is_gated, the one answer; this only asks)."""
-        if not self.executor.is_gated(pod.uid):
+        why = self._gated(pod)
+        if not why:
             return Status.success()
-        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (MSG_WAITING,), self.name)
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (why,), self.name)
 
     # ------------------------------------------------------------------ events
 
@@ -266,7 +288,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin, EnqueueExtensions):
         victim deleted, or given its deletionTimestamp) has opened the gate: the
         informer updates the cache before the hints run, so the executor's answer
         already sees the change."""
-        return SKIP if self.executor.is_gated(pod.uid) else QUEUE
+        return SKIP if self._gated(pod) else QUEUE
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """Gated preemptors are re-checked when an assigned pod is deleted or updated

@@ -191,7 +191,7 @@ class PreemptionExecutor:
         self._wall = wall
         self._running: dict[str, _Preemption] = {}  # preemptor uid -> its preemption
         self._tasks = tasks if tasks is not None else TaskSet("preemptions")
-        self._evictions = VictimEvictions(
+        self._evictions = self.evictions = VictimEvictions(
             # through the attribute, so a fence swapped in later (tests) applies too
             writer,
             lambda op: self._fence(op),

@@ -84,7 +84,13 @@ class VictimEvictions:
             del self._deleted[uid]
 
     async def evict(
-        self, victim: PodInfo, preemptor: PodInfo, node: str, errors: list[str]
+        self,
+        victim: PodInfo,
+        preemptor: PodInfo,
+        node: str,
+        errors: list[str],
+        *,
+        preemptor_kind: str = "pod",
     ) -> bool:
         """Evict `victim` for `preemptor` once across all tasks. True when it is (being)
         gone; a failure is appended to `errors`."""
@@ -98,7 +104,7 @@ class VictimEvictions:
         self._deleting[victim.uid] = future
         good = False
         try:
-            good = await self._evict(victim, preemptor, node, errors)
+            good = await self._evict(victim, preemptor, node, errors, preemptor_kind)
         finally:
             del self._deleting[victim.uid]
             if good:
@@ -111,7 +117,12 @@ class VictimEvictions:
             raise LeaseNotHeld(operation)
 
     async def _evict(
-        self, victim: PodInfo, preemptor: PodInfo, node: str, errors: list[str]
+        self,
+        victim: PodInfo,
+        preemptor: PodInfo,
+        node: str,
+        errors: list[str],
+        preemptor_kind: str,
     ) -> bool:
         if not victim.preempted_by_scheduler:
             condition = {
@@ -119,7 +130,8 @@ class VictimEvictions:
                 "status": "True",
                 "reason": REASON_PREEMPTION_BY_SCHEDULER,
                 "message": (
-                    f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod"
+                    f"{preemptor.scheduler_name}: preempting to accommodate a higher priority "
+                    f"{preemptor_kind}"
                 ),
                 "lastTransitionTime": rfc3339(self._wall()),
             }

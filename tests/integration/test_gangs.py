@@ -147,3 +147,71 @@ def test_gangs_are_placed_all_or_nothing(
         assert not any(_node(cluster, ns, f"big-{i}") for i in range(3))
     finally:
         sched.stop()
+
+
+def test_a_gang_preempts_lower_priority_pods_and_binds_whole(
+    make_cluster: Callable[..., ClusterHandle], tmp_path: Path
+) -> None:
+    # two 4-cpu nodes full of 2-cpu low-priority pods; a high-priority gang of two 3-cpu
+    # members fits only once both pods of each node are gone: one pod-group preemption
+    # decides all four victims, a background task deletes them, the gang binds whole
+    cluster = make_cluster([NodeGroup(2, cpu="4")], generic_workload=True)
+    ns = cluster.create_namespace("gang-preempts")
+    for name, value in (("gang-low", 10), ("gang-high", 1000)):
+        cluster.api(
+            "POST",
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            {"metadata": {"name": name}, "value": value},
+        )
+    sched = SchedulerProcess(
+        cluster.kubeconfig,
+        write_config(tmp_path / "config.yaml"),
+        tmp_path / "scheduler.log",
+        extra_args=[GATE],
+    )
+    sched.start()
+    try:
+        for i in range(4):
+            cluster.create_pod(ns, pod_manifest(f"filler-{i}", cpu="2", priority_class="gang-low"))
+        for i in range(4):
+            wait_for(
+                lambda i=i: _node(cluster, ns, f"filler-{i}"), timeout=60,
+                what=f"filler-{i} bound\n{sched.tail()}",
+            )  # fmt: skip
+        cluster.api(
+            "POST",
+            f"/apis/scheduling.k8s.io/v1beta1/namespaces/{ns}/podgroups",
+            {
+                "apiVersion": "scheduling.k8s.io/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": "urgent"},
+                "spec": {
+                    "schedulingPolicy": {"gang": {"minCount": 2}},
+                    "priorityClassName": "gang-high",
+                },
+            },
+        )
+        for i in range(2):
+            pod = pod_manifest(f"urgent-{i}", cpu="3", priority_class="gang-high")
+            pod["spec"]["schedulingGroup"] = {"podGroupName": "urgent"}
+            cluster.create_pod(ns, pod)
+        for i in range(2):
+            wait_for(
+                lambda i=i: _node(cluster, ns, f"urgent-{i}"), timeout=90,
+                what=f"urgent-{i} bound after the preemption\n{sched.tail()}",
+            )  # fmt: skip
+        assert {_node(cluster, ns, "urgent-0"), _node(cluster, ns, "urgent-1")} == {
+            "kwok-node-0", "kwok-node-1",
+        }  # fmt: skip
+        # every filler was a victim, and the first verdict named them all
+        assert all(cluster.get_pod(ns, f"filler-{i}") is None for i in range(4))
+        preempted = [e for e in cluster.events(ns) if e.get("reason") == "Preempted"]
+        assert len({e["regarding"]["name"] for e in preempted}) == 4
+        assert all(e["note"].startswith("Preempted by podgroup ") for e in preempted)
+        assert all(e["note"].endswith(" on node cluster") for e in preempted)
+        placed = wait_for(
+            lambda: _group_condition(cluster, ns, "urgent"), timeout=30, what="urgent's condition"
+        )
+        assert placed["status"] == "True"
+    finally:
+        sched.stop()
