@@ -550,7 +550,7 @@ class GroupCycle:
                 # reason, and straight back to activeQ (upstream keeps the group's
                 # timestamp so leftovers retry at once)
                 own = m.status or GroupStatus(Code.UNSCHEDULABLE, [])
-                self.queue.activate([info.pod])
+                self.queue.retry_at_once(info.uid)
                 self._failed(fwk, m, own, start, nominated=None)
                 continue
             self._prepare_for_binding(fwk, m, start)

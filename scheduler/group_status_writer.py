@@ -16,6 +16,7 @@ outcome is counted in scheduler_podgroup_status_patches_total{result}.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 from collections import OrderedDict
@@ -34,6 +35,8 @@ __all__ = ["GroupStatusWriter", "WantedCondition"]
 log = logging.getLogger(__name__)
 
 Patch = Callable[[str, str, dict[str, Any]], Awaitable[Any]]
+
+MAX_REMEMBERED = 10000
 
 WRITTEN = "written"
 UNCHANGED = "unchanged"
@@ -94,14 +97,36 @@ class GroupStatusWriter:
         # group key -> (the group as last read, what it should say), oldest first
         self._waiting: OrderedDict[str, tuple[PodGroupInfo, WantedCondition]] = OrderedDict()
         self._in_flight = 0
+        # PodGroup uid -> the condition this writer last wrote: the informer's copy may
+        # not show it yet when the next cycle of the group ends (a True must not be
+        # followed by a False the cache's stale copy would allow); bounded, oldest out
+        self._sent: OrderedDict[str, GroupCondition] = OrderedDict()
+        # PodGroup uids this writer was asked to mark placed (True): never False after,
+        # even before that write lands (the next cycle of the group may end first)
+        self._placed: OrderedDict[str, None] = OrderedDict()
 
     def _count(self, result: str) -> None:
         self._metrics.status_patches.labels(result=result).inc()
 
+    def _latest(self, group: PodGroupInfo) -> PodGroupInfo:
+        sent = self._sent.get(group.uid)
+        if sent is None or sent == group.initially_scheduled:
+            return group
+        return dataclasses.replace(group, initially_scheduled=sent)
+
     def want(self, group: PodGroupInfo, wanted: WantedCondition) -> None:
-        if condition_patch(group, wanted, self._now()) is None:
+        group = self._latest(group)
+        waiting = self._waiting.get(group.key)
+        placed = group.uid in self._placed or (waiting is not None and waiting[1].status == "True")
+        if (placed and wanted.status != "True") or condition_patch(
+            group, wanted, self._now()
+        ) is None:
             self._count(UNCHANGED)
             return
+        if wanted.status == "True" and group.uid:
+            self._placed[group.uid] = None
+            while len(self._placed) > MAX_REMEMBERED:
+                self._placed.popitem(last=False)
         if group.key in self._waiting:
             self._count(COALESCED)
         self._waiting[group.key] = (group, wanted)
@@ -116,12 +141,21 @@ class GroupStatusWriter:
 
     async def _write(self, group: PodGroupInfo, wanted: WantedCondition) -> None:
         try:
+            group = self._latest(group)
             body = condition_patch(group, wanted, self._now())
             if body is None:
                 self._count(UNCHANGED)
                 return
             await self._patch(group.namespace, group.name, body)
             self._count(WRITTEN)
+            c = body["status"]["conditions"][0]
+            self._sent[group.uid] = GroupCondition(
+                c["status"], c["reason"], c["message"], c["lastTransitionTime"],
+                c["observedGeneration"],
+            )  # fmt: skip
+            self._sent.move_to_end(group.uid)
+            while len(self._sent) > MAX_REMEMBERED:
+                self._sent.popitem(last=False)
         except LeaseNotHeld:
             self._count(FENCED)
         except NotFound:

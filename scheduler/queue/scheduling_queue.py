@@ -341,12 +341,25 @@ class SchedulingQueue(Generic[P]):
             uid = pod.uid
             flight = self._in_flight.get(uid)
             if flight is not None:
-                flight.force_activate = True
+                # a PodGroup member in flight comes back through backoff all the same
+                # (upstream records a ForceActivate event for it, which the group's
+                # backoff still applies to): GangScheduling's Permit activating the
+                # members of the group being submitted must not retry them at once
+                if not self._group_of(pod):
+                    flight.force_activate = True
                 continue
             info = self._take_waiting(uid)
             if info is None:
                 continue  # in activeQ already, or unknown
             self._move_to_active(info, ev.FORCE_ACTIVATE.label)
+
+    def retry_at_once(self, uid: str) -> None:
+        """The pod in flight goes straight to activeQ when its attempt ends (a placed
+        pod group's members that did not fit: upstream requeues the group to activeQ,
+        its timestamp kept, AddAttemptedPodGroupIfNeeded)."""
+        flight = self._in_flight.get(uid)
+        if flight is not None:
+            flight.force_activate = True
 
     def move_all_to_active_or_backoff(
         self,

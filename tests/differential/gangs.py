@@ -9,12 +9,13 @@ the PodGroup after the members (they wait for it, then enter the cycle together)
 before them when minCount is the gang's size (they wait for the last one). A member's outcome is its first bind
 (recorded and refused by the webhook, so the cluster never changes) or its PodScheduled
 condition. Compared per gang: which members were placed, how many, and each unplaced
-member's reason and message word for word; and, on ours alone, that a gang placed fewer
-than minCount members nowhere (all or nothing).
+member's reason and message word for word; the PodGroup's PodGroupInitiallyScheduled
+condition (first seen; not for a placed gang with leftover members, see compare); the
+victims whose DELETEs each scheduler sent (refused by the webhook); and, on ours alone,
+that a gang placed fewer than minCount members nowhere (all or nothing).
 
-Gangs and their members take the lowest priority class of the run, so no existing pod is
-below them and pod-group preemption has no victim on either side (`No preemption victims
-found for incoming preemptor`): preemption for groups is not built here yet.
+A third of the gangs take the run's highest priority class (existing pods are below it:
+pod-group preemption), the rest the lowest (no victim anywhere).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.differential import scenario as sc
-from tests.differential.harness import Oracle
+from tests.differential.harness import VICTIM_SETTLE, Oracle
 from tests.differential.processes import OURS, UPSTREAM
 from tests.kube import ClusterHandle
 
@@ -57,6 +58,9 @@ class Gang:
     min_count: int
     members: list[str]  # each member's cpu request
     pod_group_first: bool = True
+    # the PriorityClass of the PodGroup and its members: oracle-low (nothing below it
+    # among the existing pods: no victims) or oracle-high (pod-group preemption)
+    priority_class: str = "oracle-low"
 
 
 # the summary line upstream logs after each pod-group attempt (schedule_one_podgroup.go,
@@ -65,6 +69,7 @@ _UPSTREAM_ATTEMPT = re.compile(
     r'"(?:Successfully scheduled a pod group|Unable to schedule a pod group|Pod group is '
     r'waiting for preemption|Error scheduling pod group)".*? podGroup="([^"]+)"(.*)$'
 )
+_PREEMPTING = re.compile(r"preempting (\d+) victims")
 _COUNTS = re.compile(r"\b(scheduledPods|unschedulablePods|errorPods)=(\d+)")
 
 
@@ -125,6 +130,7 @@ def generate(seed: int, index: int) -> tuple[sc.Scenario, list[Gang]]:
                 # would be tried as they arrive, each scheduler at its own pace, and a
                 # refused bind holds its node for a moment: the outcome would be a race
                 pod_group_first=gang and min_count == size and rng.random() < 0.5,
+                priority_class="oracle-high" if rng.random() < 0.35 else "oracle-low",
             )
         )
     return base, gangs
@@ -157,7 +163,7 @@ class GangOracle:
                 "apiVersion": "scheduling.k8s.io/v1beta1",
                 "kind": "PodGroup",
                 "metadata": {"name": f"{gang.name}-{copy}"},
-                "spec": {"schedulingPolicy": policy, "priorityClassName": "oracle-low"},
+                "spec": {"schedulingPolicy": policy, "priorityClassName": gang.priority_class},
             },
         )
 
@@ -171,7 +177,7 @@ class GangOracle:
                 "metadata": {"name": f"{gang.name}-{i}-{copy}", "labels": {"gang": gang.name}},
                 "spec": {
                     "schedulerName": sched,
-                    "priorityClassName": "oracle-low",
+                    "priorityClassName": gang.priority_class,
                     "schedulingGroup": {"podGroupName": f"{gang.name}-{copy}"},
                     "tolerations": [{"operator": "Exists"}],
                     "containers": [
@@ -201,8 +207,28 @@ class GangOracle:
                 return MemberOutcome(reason=c.get("reason", ""), message=c.get("message", ""))
         return None
 
+    def _group_condition(self, sched: str, gang: Gang) -> MemberOutcome | None:
+        path = (
+            f"/apis/scheduling.k8s.io/v1beta1/namespaces/{gang.namespace}/podgroups/"
+            f"{gang.name}-{_COPY[sched]}"
+        )
+        status, body = self.api.request("GET", path)
+        if status != 200:
+            return None
+        for c in body.get("status", {}).get("conditions") or []:
+            if c.get("type") == "PodGroupInitiallyScheduled":
+                return MemberOutcome(
+                    placed=c.get("status") == "True",
+                    reason=c.get("reason", ""),
+                    message=c.get("message", ""),
+                )
+        return None
+
     def decide(self, gang: Gang) -> tuple[list[MemberOutcome], list[MemberOutcome]]:
         scheds = (UPSTREAM, OURS)
+        victims_before = {s: len(self.oracle.recorder.victims_of(s)) for s in scheds}
+        self.group_outcome: dict[str, MemberOutcome | None] = {s: None for s in scheds}
+        self.victims: dict[str, list[str]] = {s: [] for s in scheds}
         if gang.pod_group_first:
             for s in scheds:
                 self._pod_group(gang, _COPY[s])
@@ -224,9 +250,26 @@ class GangOracle:
                 for i, got in enumerate(seen[s]):
                     if got is None:
                         seen[s][i] = self._outcome(s, gang, i)
-            if all(o is not None for s in scheds for o in seen[s]):
+                if self.group_outcome[s] is None:
+                    self.group_outcome[s] = self._group_condition(s, gang)
+            if all(o is not None for s in scheds for o in seen[s]) and all(
+                self.group_outcome[s] is not None for s in scheds
+            ):
                 break
             time.sleep(0.05)
+        if gang.priority_class == "oracle-high":
+            # a preemption's DELETEs come from a background task after the verdict
+            time.sleep(VICTIM_SETTLE)
+        for s in scheds:
+            # the first decision's victims as the webhook saw them: with N victims, the
+            # first N-1 (in parallel); the last is left alone once any of those failed,
+            # and the webhook refuses them all (executor.go). A refused task activates
+            # the members, and a retry's calls come after these, which the webhook holds
+            sent = self.oracle.recorder.victims_of(s)[victims_before[s] :]
+            outcome = self.group_outcome[s]
+            m = _PREEMPTING.search(outcome.message) if outcome is not None else None
+            first = max(int(m.group(1)) - 1, 1) if m else len(sent)
+            self.victims[s] = sorted(sent[:first])
         for s in scheds:
             for i in range(len(gang.members)):
                 self.api.request(
@@ -244,8 +287,28 @@ class GangOracle:
         )
 
 
-def compare(gang: Gang, upstream: list[MemberOutcome], ours: list[MemberOutcome]) -> list[str]:
+def compare(
+    gang: Gang,
+    upstream: list[MemberOutcome],
+    ours: list[MemberOutcome],
+    groups: dict[str, MemberOutcome | None] | None = None,
+    victims: dict[str, list[str]] | None = None,
+) -> list[str]:
     out = []
+    leftovers = any(m.placed for m in upstream) and not all(m.placed for m in upstream)
+    if groups is not None and not leftovers:
+        # with leftovers (placed group, members that fit nowhere) upstream retries them at
+        # once and may overwrite its own True with False from a PodGroup copy its
+        # informer has not refreshed yet (a race of its own): compared only without
+        u, o = groups.get(UPSTREAM), groups.get(OURS)
+        uk = None if u is None else (u.placed, u.reason, u.message)
+        ok = None if o is None else (o.placed, o.reason, o.message)
+        if uk != ok:
+            out.append(f"podgroup condition: {gang.name}: upstream {uk!r}; ours {ok!r}")
+    if victims is not None and victims.get(UPSTREAM) != victims.get(OURS):
+        out.append(
+            f"victims: {gang.name}: upstream {victims.get(UPSTREAM)}; ours {victims.get(OURS)}"
+        )
     for i, (u, o) in enumerate(zip(upstream, ours, strict=True)):
         who = f"{gang.name}-{i}"
         if u.placed != o.placed:
@@ -272,6 +335,7 @@ class GangTally:
     placed_gangs: int = 0
     pending_gangs: int = 0
     excluded: int = 0
+    preempting_gangs: int = 0
     results: list[GangResult] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -283,10 +347,11 @@ class GangTally:
         return "\n".join(
             [
                 "| scenarios | gangs compared | members | placed gangs | pending gangs "
-                "| excluded (upstream race) | differences |",
-                "|---|---|---|---|---|---|---|",
+                "| gangs with victims | excluded (upstream race) | differences |",
+                "|---|---|---|---|---|---|---|---|",
                 f"| {self.scenarios} | {self.gangs} | {self.members} | {self.placed_gangs} "
-                f"| {self.pending_gangs} | {self.excluded} | {len(self.differences)} |",
+                f"| {self.pending_gangs} | {self.preempting_gangs} | {self.excluded} "
+                f"| {len(self.differences)} |",
             ]
         )
 
@@ -324,7 +389,12 @@ def run_gang_oracle(
                         tally.results.append(r)
                         say(f"    excluded {gang.name}: {r.excluded}")
                         continue
-                    r = GangResult(index, gang, up, ours, compare(gang, up, ours))
+                    r = GangResult(
+                        index, gang, up, ours,
+                        compare(gang, up, ours, g.group_outcome, g.victims),
+                    )  # fmt: skip
+                    if any(g.victims.values()):
+                        tally.preempting_gangs += 1
                     tally.results.append(r)
                     tally.gangs += 1
                     tally.members += len(gang.members)

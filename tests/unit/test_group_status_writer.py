@@ -73,3 +73,22 @@ async def test_writes_are_coalesced_and_counted() -> None:
         for r in ("written", "coalesced")
     }
     assert counts == {"written": 2, "coalesced": 1}
+
+
+async def test_false_never_follows_true_even_before_the_true_lands() -> None:
+    # the next cycle of a placed group (its leftover members) may end before the
+    # informer shows the True: the writer itself remembers it
+    sent: list[str] = []
+
+    async def patch(namespace: str, name: str, body: dict[str, Any]) -> None:
+        sent.append(body["status"]["conditions"][0]["status"])
+
+    metrics = PodGroupMetrics(SchedulerMetrics().registry)
+    writer = GroupStatusWriter(patch, metrics=metrics, now=lambda: NOW)
+    group = PodGroupInfo(namespace="ns", name="g", uid="u1")
+    writer.want(group, WantedCondition("True", "Scheduled", ""))
+    writer.want(group, WantedCondition("False", "Unschedulable", "pod group is unschedulable"))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert sent == ["True"]
+    assert metrics.status_patches.labels(result="unchanged")._value.get() == 1
