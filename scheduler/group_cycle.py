@@ -32,7 +32,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from scheduler.algorithm import SchedulePod, SchedulingError
@@ -133,6 +133,19 @@ class _Member:
     pre_filtered: bool = False
     # the algorithm placed it on `node` (kept once the simulation is undone)
     placed: bool = False
+
+
+def _victim_filter(plugin: object, first: PodInfo) -> Callable[[PodInfo], bool]:
+    """DefaultPreemption's victim scope (victimScope, beyond upstream) and, when
+    PreemptionPolicy objects are on, the rules that match the group (by its first
+    member, whose priority class the members share)."""
+    evaluator = getattr(plugin, "evaluator", None)
+    in_scope: Callable[[PodInfo], bool] = getattr(evaluator, "may_evict", lambda pod: True)
+    policy = getattr(evaluator, "policy", None)
+    rules = policy.rules_for(first) if policy is not None else None
+    if rules is None:
+        return in_scope
+    return lambda pod: in_scope(pod) and rules.refusal(pod) is None
 
 
 def member_order(info: QueuedPodInfo[PodInfo]) -> tuple[int, int, float, str]:
@@ -537,6 +550,7 @@ class GroupCycle:
             self.cache.gang,
             pdbs,
             sim,
+            may_evict=_victim_filter(fwk.plugin(names.DEFAULT_PREEMPTION), members[0]),
         )
 
     # ------------------------------------------------------------------ submitting

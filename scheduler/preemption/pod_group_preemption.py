@@ -216,7 +216,11 @@ def preempt_for_group(
     gang_lookup: Callable[[str, str], GangState | None],
     pdbs: Sequence[PDBInfo],
     sim: Simulation,
+    may_evict: Callable[[PodInfo], bool] = lambda pod: True,
 ) -> GroupPreemption:
+    """`may_evict`: this scheduler's victim scope and PreemptionPolicy rules (beyond
+    upstream, docs/preemption.md); a unit is a potential victim only if all its pods
+    may be evicted (an all-members group is taken whole or not at all)."""
     if never:
         return GroupPreemption(Code.UNSCHEDULABLE, NOT_ELIGIBLE)
     # the in-flight rule (podgrouppreemption.go isOngoingPreemption)
@@ -232,7 +236,11 @@ def preempt_for_group(
                     ONGOING,
                     nominations={m.uid: m.nominated_node_name for m in members},
                 )
-    potential = [u for u in victim_units(snapshot, gang_lookup) if u.priority < priority]
+    potential = [
+        u
+        for u in victim_units(snapshot, gang_lookup)
+        if u.priority < priority and all(may_evict(p) for p in u.pods)
+    ]
     if not potential:
         return GroupPreemption(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
     for unit in potential:
