@@ -277,9 +277,14 @@ class GroupCycle:
         if verdict.code == Code.UNSCHEDULABLE:
             # upstream runs PodGroupPostFilter on a plain Unschedulable only; an error
             # replaces the verdict, anything else is appended as one more reason
-            code, said, nominations = self._pod_group_post_filter(
-                fwk, group, gang, members, placed, snapshot, search
-            )
+            try:
+                code, said, nominations = self._pod_group_post_filter(
+                    fwk, group, gang, members, placed, snapshot, search
+                )
+            except Exception as exc:  # a plugin bug in the preemption: the group errs
+                log.exception("pod group post filter crashed group=%s", group.key)
+                code, nominations = Code.ERROR, None
+                said = f"internal error in PodGroupPostFilter: {type(exc).__name__}: {exc}"
             if code == Code.ERROR:
                 verdict = GroupStatus(Code.ERROR, [said])
             else:
@@ -567,7 +572,16 @@ class GroupCycle:
                 self.queue.retry_at_once(info.uid)
                 self._failed(fwk, m, own, start, nominated=None)
                 continue
-            self._prepare_for_binding(fwk, m, start)
+            try:
+                self._prepare_for_binding(fwk, m, start)
+            except Exception:  # one member's crash must not strand its siblings
+                log.exception("submitting a pod group member crashed pod=%s", info.pod.key)
+                fwk.waiting_pods.remove(info.uid)
+                assumed = self.cache.get_pod(info.uid)
+                if assumed is not None and self.cache.is_assumed(assumed):
+                    with contextlib.suppress(Exception):
+                        self._undo(fwk, m.state, assumed, m.node)
+                self.failures.requeue_quietly(info)
 
     def _prepare_for_binding(self, fwk: SchedulingFramework, m: _Member, start: float) -> None:
         """upstream prepareForBindingCycle: assume in the cache, Reserve (again, as
