@@ -97,6 +97,10 @@ class Cache:
         self._tree = NodeTree()
         # the members of every PodGroup, as GangScheduling counts them (gang_state.py)
         self._gangs = GangStates()
+        # assumed members whose pod was deleted: when their assumption is undone they
+        # leave the gang state instead of going back to unscheduled, so a deleted member
+        # never counts toward minCount again
+        self._gang_members_deleted_while_assumed: set[str] = set()
 
     # ------------------------------------------------------------ internals
     def _touch(self, name: str) -> NodeView:
@@ -174,6 +178,7 @@ class Cache:
         if state is None:
             return
         self._assumed.discard(pod.uid)
+        self._gang_members_deleted_while_assumed.discard(pod.uid)
         self._remove_from_node(state.pod)
         self._gangs.delete_pod(state.pod)
 
@@ -186,9 +191,22 @@ class Cache:
 
     def remove_gang_member(self, pod: PodInfo) -> None:
         """A pending member left (deleted, or no longer ours); bound ones leave through
-        remove_pod."""
-        if pod.pod_group and pod.uid not in self._pods:
+        remove_pod. One that a cycle holds assumed leaves when its assumption is undone
+        (upstream RemoveAssumedPod, backend/cache/cache.go; beyond upstream also when a
+        rejected Permit wait forgets it, which upstream returns to unscheduled)."""
+        if not pod.pod_group:
+            return
+        if pod.uid in self._assumed:
+            self._gang_members_deleted_while_assumed.add(pod.uid)
+        elif pod.uid not in self._pods:
             self._gangs.delete_pod(pod)
+
+    def _gang_forget(self, pod: PodInfo) -> None:
+        if pod.uid in self._gang_members_deleted_while_assumed:
+            self._gang_members_deleted_while_assumed.discard(pod.uid)
+            self._gangs.delete_pod(pod)
+        else:
+            self._gangs.forget_pod(pod)
 
     def set_pod_group(self, pod_group: PodGroupInfo) -> None:
         self._gangs.set_pod_group(pod_group)
@@ -232,7 +250,7 @@ class Cache:
         del self._pods[pod.uid]
         self._assumed.discard(pod.uid)
         self._remove_from_node(state.pod)
-        self._gangs.forget_pod(state.pod)
+        self._gang_forget(state.pod)
         log.debug("forgot pod=%s node=%s", pod.key, state.pod.node_name)
 
     def cleanup_assumed_pods(self) -> list[PodInfo]:
@@ -247,7 +265,7 @@ class Cache:
                 del self._pods[uid]
                 self._assumed.discard(uid)
                 self._remove_from_node(state.pod)
-                self._gangs.forget_pod(state.pod)
+                self._gang_forget(state.pod)
                 log.warning(
                     "assumed pod expired pod=%s node=%s", state.pod.key, state.pod.node_name
                 )

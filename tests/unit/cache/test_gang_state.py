@@ -10,6 +10,7 @@ from scheduler.cache import Cache
 from scheduler.model.pod import PodInfo
 from scheduler.model.pod_group import PodGroupInfo
 from tests.unit.helpers.builders import make_node, make_pod
+from tests.unit.helpers.fake_clock import FakeClock
 
 GROUP = PodGroupInfo(namespace="default", name="g", policy="gang", min_count=2)
 
@@ -61,3 +62,25 @@ def test_a_group_lives_while_its_object_or_any_member_is_known() -> None:
     # a pod of no group is never counted
     cache.add_gang_member(make_pod("solo").obj())
     assert cache.gang("default", "") is None
+
+
+def test_a_member_deleted_while_assumed_leaves_when_its_assumption_is_undone() -> None:
+    # the Permit-waiting case: the deletion arrives first, the binding task forgets later
+    clock = FakeClock()
+    cache = Cache(clock, ttl=30.0)
+    cache.add_node(make_node("n0").obj())
+    a, b = _member("a"), _member("b")
+    cache.add_gang_member(a)
+    cache.add_gang_member(b)
+    assumed = cache.assume_pod(a, "n0")
+    cache.remove_gang_member(a)
+    assert _counts(cache) == (2, 1, 1, 0)  # still held by its cycle
+    cache.forget_pod(assumed)
+    assert _counts(cache) == (1, 1, 0, 0)  # gone, not back to unscheduled
+    # an expired assumption of a deleted member leaves the same way
+    assumed_b = cache.assume_pod(b, "n0")
+    cache.finish_binding(assumed_b)
+    cache.remove_gang_member(b)
+    clock.advance(31.0)
+    assert [p.uid for p in cache.cleanup_assumed_pods()] == [b.uid]
+    assert cache.gang("default", "g") is None
