@@ -233,6 +233,20 @@ class SchedulerApp:
         self.policies: PolicyRuntime | None = None
         if self.options.preemption_policies:
             self.policies = self._policy_runtime()
+        # GenericWorkload: preemption for whole pod groups shares the evictions
+        self.pod_group_preemptions: PodGroupPreemptions | None = (
+            PodGroupPreemptions(
+                self.executor.evictions,
+                self.events,
+                pod_lookup=self.cache.get_pod,
+                tasks=self.tasks.group("podgroup-preemptions"),
+                # a group whose tasks keep failing backs off as its pods do
+                retry_initial=self.executor.settings.retry_initial,
+                retry_max=self.executor.settings.retry_max,
+            )
+            if self.features.generic_workload
+            else None
+        )
         services = PreemptionServices(
             executor=self.executor,
             own_schedulers=frozenset(self.profile_names),
@@ -240,17 +254,7 @@ class SchedulerApp:
             pdbs=self.pdb_informer.list,
             metrics=m,
             victim_policy=self.policies.store if self.policies is not None else None,
-            # GenericWorkload: preemption for whole pod groups shares the evictions
-            pod_group_preemptions=(
-                PodGroupPreemptions(
-                    self.executor.evictions,
-                    self.events,
-                    pod_lookup=self.cache.get_pod,
-                    tasks=self.tasks.group("podgroup-preemptions"),
-                )
-                if self.features.generic_workload
-                else None
-            ),
+            pod_group_preemptions=self.pod_group_preemptions,
         )
         registry = catalog.registry(services)
         # one map of pods waiting at Permit for every profile, so preemption finds a
@@ -580,6 +584,8 @@ class SchedulerApp:
         self.queue.close()
         await self.loop.drain_binds(SHUTDOWN_GRACE if not self._lost_lease else 0.0)
         await self.executor.shutdown(SHUTDOWN_GRACE if not self._lost_lease else 0.0)
+        if self.pod_group_preemptions is not None:
+            self.pod_group_preemptions.close()
         await self.status_writer.drain(SHUTDOWN_GRACE)
         await self.events.stop(2.0)
         if self.policies is not None:

@@ -14,7 +14,11 @@ The members' own statuses (their nominations) are written by the cycle, as upstr
 failure handler writes them. While the task runs, and after it until the cache shows
 every victim leaving, the group is gated (DefaultPreemption's PreEnqueue: `waiting for
 the preemption for this pod group to be finished`), so it starts no second preemption.
-A failed task re-activates the members at once.
+A failed task re-activates the members at once the first time; when the same group's
+tasks keep failing, each further re-activation waits longer (the single-pod executor's
+Reactivations, with the pod backoff's values): upstream re-activates at once every time,
+which turns a refusal that persists (an admission webhook, RBAC) into a loop of cycles
+and refused DELETEs many times a second.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from scheduler.config.names import DEFAULT_PREEMPTION
 from scheduler.model.pod import PodInfo
 from scheduler.model.pod_group import PodGroupInfo
 from scheduler.preemption.executor import REJECTED_AT_PERMIT, EventSink, PreemptionHandle
+from scheduler.preemption.reactivation import Reactivations
 from scheduler.preemption.victim_evictions import VictimEvictions
 from scheduler.supervisor import TaskSet
 
@@ -62,6 +67,8 @@ class PodGroupPreemptions:
         pod_lookup: Callable[[str], PodInfo | None],
         tasks: TaskSet | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        retry_initial: float = 1.0,
+        retry_max: float = 10.0,
     ) -> None:
         self._evictions = evictions
         self._events = events
@@ -70,6 +77,8 @@ class PodGroupPreemptions:
         self._clock = clock
         self._running: dict[str, _GroupPreemption] = {}  # PodGroup uid ->
         self._awaiting: dict[str, tuple[tuple[PodInfo, ...], float]] = {}
+        # PodGroup uid -> consecutive failed tasks: when its members go back to activeQ
+        self._reactivations = Reactivations(clock, retry_initial, retry_max)
 
     def is_gated(self, group_uid: str) -> bool:
         if group_uid in self._running:
@@ -101,9 +110,15 @@ class PodGroupPreemptions:
         if not todo or group.uid in self._running:
             return
         g = _GroupPreemption(group, tuple(members), todo, handle)
+        self._reactivations.cancel(group.uid)  # a delayed re-activation is overtaken
+        self._reactivations.prune(self._clock.now() - AWAIT_TTL)
         self._running[group.uid] = g
         self._awaiting.pop(group.uid, None)
         self._tasks.spawn(self._run(g), name=f"preempt-podgroup-{group.key}")
+
+    def close(self) -> None:
+        """Shutdown: delayed re-activations are dropped (the queue is closed)."""
+        self._reactivations.close()
 
     async def _run(self, g: _GroupPreemption) -> None:
         ok = False
@@ -115,13 +130,19 @@ class PodGroupPreemptions:
             log.exception("pod group preemption failed podGroup=%s", g.group.key)
         finally:
             self._running.pop(g.group.uid, None)
+            delay = self._reactivations.delay_after(g.group.uid, ok, cancelled=False)
             if ok:
                 self._awaiting[g.group.uid] = (g.victims, self._clock.now())
             else:
                 log.warning(
-                    "pod group preemption failed podGroup=%s errors=%s", g.group.key, g.errors
+                    "pod group preemption failed podGroup=%s retry_in=%.1fs errors=%s",
+                    g.group.key,
+                    delay,
+                    g.errors,
                 )
-                g.handle.activate(g.members)
+                self._reactivations.schedule(
+                    g.group.uid, delay, lambda: g.handle.activate(g.members)
+                )
 
     async def _steps(self, g: _GroupPreemption) -> bool:
         *first, last = g.victims
