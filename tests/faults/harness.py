@@ -129,7 +129,14 @@ class Replica:
 class Bed:
     """One cluster for one case; `close()` stops everything it started."""
 
-    def __init__(self, workdir: Path, nodes: list[NodeGroup] | int, say: Say) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        nodes: list[NodeGroup] | int,
+        say: Say,
+        *,
+        generic_workload: bool = False,
+    ) -> None:
         self.dir = workdir
         self.say = say
         workdir.mkdir(parents=True, exist_ok=True)
@@ -143,6 +150,7 @@ class Bed:
             extra_apiserver_args=audit.apiserver_args(
                 workdir / "audit-policy.json", self.audit.path
             ),
+            generic_workload=generic_workload,
         )
         self.cluster = ClusterHandle(self.local)
         say(f"cluster up in {time.monotonic() - t0:.1f}s ({self.local.api_url})")
@@ -159,12 +167,20 @@ class Bed:
         )
 
     def start_scheduler(
-        self, name: str, settings: SchedulerSettings, *, wait_ready: bool = True
+        self,
+        name: str,
+        settings: SchedulerSettings,
+        *,
+        wait_ready: bool = True,
+        extra_args: list[str] | None = None,
     ) -> Replica:
         user = f"fault-scheduler-{name}"
         config = write_config(self.dir / f"config-{name}.yaml", **settings.config())
         proc = SchedulerProcess(
-            str(self.kubeconfig_for(user)), config, self.dir / f"scheduler-{name}.log"
+            str(self.kubeconfig_for(user)),
+            config,
+            self.dir / f"scheduler-{name}.log",
+            extra_args=extra_args,
         )
         replica = Replica(name, user, proc)
         self.replicas.append(replica)

@@ -21,7 +21,9 @@ MODULES = (
     "admission_refusal",
     "backlog",
     "burst",
+    "gangs",
     "soak",
+    "gang_soak",
 )
 
 
