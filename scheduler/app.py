@@ -396,6 +396,8 @@ class SchedulerApp:
             nominator=self.nominator,
             attempts=self.attempts,
             queue_of=self.queue.where,
+            queued=self.queue.get,
+            gangs=self.features.generic_workload,
             is_leader=lambda: not self.leader_elect or self._leading.is_set(),
         )
         explain = explain_http_handler(self.explainer, can_read_pods=self.server.can_read_pods)

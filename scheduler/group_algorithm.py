@@ -48,6 +48,7 @@ from scheduler.preemption.pod_group_preemption import (
 from scheduler.queue import QueuedPodInfo
 
 __all__ = [
+    "CODE_NAMES",
     "DRA_NOTHING_TO_FREE",
     "POD_GROUP_UNSCHEDULABLE",
     "GroupAlgorithm",
@@ -65,6 +66,17 @@ POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
 
 # DynamicResources' PodGroupPostFilter when it freed nothing (no member has claims)
 DRA_NOTHING_TO_FREE = "deallocation and deletion of ResourceClaims completed"
+
+
+# upstream's status code names (kube-scheduler framework interface.go), metric labels
+CODE_NAMES = {
+    Code.SUCCESS: "Success",
+    Code.ERROR: "Error",
+    Code.UNSCHEDULABLE: "Unschedulable",
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    Code.WAIT: "Wait",
+    Code.SKIP: "Skip",
+}
 
 
 class Nominations(NominatedPods, Protocol):

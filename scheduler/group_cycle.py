@@ -49,6 +49,7 @@ from scheduler.framework.search import SearchState
 from scheduler.framework.status import Code, Status
 from scheduler.framework.waiting_pods import WaitingPod
 from scheduler.group_algorithm import (
+    CODE_NAMES,
     DRA_NOTHING_TO_FREE,
     POD_GROUP_UNSCHEDULABLE,
     GroupAlgorithm,
@@ -88,16 +89,6 @@ NOT_IMPLEMENTED = (
     "pod group preemption: lower-priority pods exist, but this scheduler does not preempt "
     "for pod groups yet"
 )
-
-# upstream's status code names (kube-scheduler framework interface.go), metric labels
-_CODE_NAMES = {
-    Code.SUCCESS: "Success",
-    Code.ERROR: "Error",
-    Code.UNSCHEDULABLE: "Unschedulable",
-    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
-    Code.WAIT: "Wait",
-    Code.SKIP: "Skip",
-}
 
 SCHEDULED = "scheduled"
 WAITING_ON_PREEMPTION = "waiting_on_preemption"
@@ -262,7 +253,7 @@ class GroupCycle:
         result = outcome.preemption
         if result is None:
             return outcome.code, outcome.said, None
-        self.metrics.workload_preemption_attempts.labels(result=_CODE_NAMES[result.code]).inc()
+        self.metrics.workload_preemption_attempts.labels(result=CODE_NAMES[result.code]).inc()
         if outcome.code != Code.SUCCESS:
             return outcome.code, outcome.said, None
         executor = services.pod_group_preemptions if services is not None else None

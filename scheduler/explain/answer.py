@@ -6,16 +6,17 @@ namespaces the caller may not read are counted, not named (access.py).
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping
+from collections.abc import Container, Mapping, Sequence
 from typing import Any
 
 from scheduler.explain.attempts import Attempt
 from scheduler.explain.evaluation import Now, Plan
 from scheduler.explain.pages import NodePage
 from scheduler.framework.status import Status
+from scheduler.model.pod import PodInfo
 from scheduler.timestamps import rfc3339
 
-__all__ = ["attempt_dict", "now_dict", "plan_dict", "verdicts"]
+__all__ = ["attempt_dict", "now_dict", "plan_dict", "verdicts", "victims_dict"]
 
 
 def verdicts(statuses: Mapping[str, Status], names: Container[str]) -> list[dict[str, str]]:
@@ -38,14 +39,24 @@ def attempt_dict(attempt: Attempt, page: NodePage | None) -> dict[str, Any]:
     return out
 
 
+def victims_dict(
+    victims: Sequence[PodInfo], readable: Container[str] | None
+) -> dict[str, Any]:
+    """`victims`, `victimCount`, `hiddenVictims`: those in namespaces the caller may
+    not read are counted, not named (`readable` None: all may be named)."""
+    shown = [v for v in victims if readable is None or v.namespace in readable]
+    return {
+        "victims": [{"pod": v.key, "uid": v.uid, "priority": v.priority} for v in shown],
+        "victimCount": len(victims),
+        "hiddenVictims": len(victims) - len(shown),
+    }
+
+
 def plan_dict(plan: Plan, readable: Container[str] | None) -> dict[str, Any]:
     """`readable`: the namespaces whose victims may be named (None: all)."""
-    shown = [v for v in plan.victims if readable is None or v.namespace in readable]
     return {
         "node": plan.node,
-        "victims": [{"pod": v.key, "uid": v.uid, "priority": v.priority} for v in shown],
-        "victimCount": len(plan.victims),
-        "hiddenVictims": len(plan.victims) - len(shown),
+        **victims_dict(plan.victims, readable),
         "pdbViolations": plan.pdb_violations,
         "policies": list(plan.policies),
         "message": plan.message,

@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 from scheduler.algorithm import SchedulingError, schedule_pod
 from scheduler.cache import Cache, Nominator, Snapshot
 from scheduler.explain.gate import Timed
+from scheduler.explain.group_evaluation import GroupDryRun, GroupNow
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.diagnosis import FitError
 from scheduler.framework.runtime import Framework
@@ -46,11 +47,14 @@ from scheduler.framework.status import Status
 from scheduler.model.pod import PodInfo
 from scheduler.preemption.default_preemption import DefaultPreemption
 
-__all__ = ["STEP_ENTRIES", "DryRunner", "Now", "Plan"]
+__all__ = ["STEP_ENTRIES", "DryRunner", "GroupRunFactory", "Now", "Plan"]
 
 log = logging.getLogger(__name__)
 
 _R = TypeVar("_R")
+
+# a gang member's dry run, made on explain's refreshed snapshot
+GroupRunFactory = Callable[[Snapshot], GroupDryRun]
 
 # node entries copied into the snapshot per step: about 5 ms of the event loop at the
 # 5000-node, 15,000-pod size (a full build is 80-160 ms there)
@@ -81,6 +85,8 @@ class Now:
     message: str
     statuses: Mapping[str, Status] | None  # node -> Filter status, when Unschedulable
     preemption: Plan | None  # None: no DefaultPreemption in the profile (or schedulable)
+    # a gang member's: its PodGroup tried as the pod-group cycle would (GenericWorkload)
+    group: GroupNow | None = None
 
 
 class _Steps:
@@ -126,15 +132,19 @@ class DryRunner:
     def snapshot(self) -> Snapshot:
         return self._snapshot
 
-    async def evaluate(self, fwk: Framework, pod: PodInfo) -> Timed[Now]:
-        """One dry run. The gate runs one at a time; this refuses to overlap."""
+    async def evaluate(
+        self, fwk: Framework, pod: PodInfo, group: GroupRunFactory | None = None
+    ) -> Timed[Now]:
+        """One dry run. The gate runs one at a time; this refuses to overlap. With
+        `group` (a gang member), the dry run is its group's (group_evaluation.py),
+        built on the refreshed snapshot."""
         if self._running:
             raise RuntimeError("explain's dry runs do not overlap (the gate runs one at a time)")
         self._running = True
         if self._release is not None:
             self._release.cancel()
         try:
-            return await self._evaluate(fwk, pod)
+            return await self._evaluate(fwk, pod, group)
         finally:
             self._running = False
             self._release = asyncio.get_running_loop().call_later(self._keep_idle, self._drop)
@@ -145,7 +155,9 @@ class DryRunner:
         self._snapshot = Snapshot()
         self._release = None
 
-    async def _evaluate(self, fwk: Framework, pod: PodInfo) -> Timed[Now]:
+    async def _evaluate(
+        self, fwk: Framework, pod: PodInfo, group: GroupRunFactory | None
+    ) -> Timed[Now]:
         steps = _Steps()
         snapshot = self._snapshot
         while True:
@@ -156,8 +168,9 @@ class DryRunner:
         # nothing refreshes the snapshot again before this dry run ends (the gate runs
         # one at a time): the two steps below see one state of the cluster; the
         # nominator is read as it is at each step, as the loop reads it
-        found = steps.run(self._schedule, fwk, pod, snapshot)
-        if isinstance(found, Now):
+        if group is not None:
+            now = await self._group(steps, pod, group(snapshot))
+        elif isinstance(found := steps.run(self._schedule, fwk, pod, snapshot), Now):
             now = found
         else:
             await asyncio.sleep(0)
@@ -168,6 +181,22 @@ class DryRunner:
             pod.key, now.result, steps.busy * 1000, steps.longest * 1000, refreshes,
         )  # fmt: skip
         return Timed(now, steps.busy)
+
+    async def _group(self, steps: _Steps, pod: PodInfo, run: GroupDryRun) -> Now:
+        """The group's dry run in two steps (placement, then PodGroupPostFilter), and the
+        member's own answer from it."""
+        answer = steps.run(run.before) or steps.run(run.place)
+        if answer is None:
+            await asyncio.sleep(0)
+            answer = steps.run(run.post_filter)
+        mine = next((p for p in answer.placements if p.pod.uid == pod.uid), None)
+        result, node, message = answer.result, None, answer.message
+        if result == "Schedulable":
+            if mine is not None and mine.node is not None:
+                node, message = mine.node, ""
+            else:  # the group is placed without this member: its own reason
+                result, message = "Unschedulable", mine.reason if mine is not None else ""
+        return Now(self._wall(), result, node, message, answer.statuses, None, answer)
 
     def _schedule(
         self, fwk: Framework, pod: PodInfo, snapshot: Snapshot

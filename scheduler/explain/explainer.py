@@ -6,14 +6,19 @@ from __future__ import annotations
 from collections.abc import Callable, Container, Mapping
 from typing import Any
 
-from scheduler.cache import Cache, Nominator
+from scheduler.cache import Cache, Nominator, Snapshot
+from scheduler.cache.gang_state import GangState
 from scheduler.explain.answer import attempt_dict, now_dict
 from scheduler.explain.attempts import AttemptLog
-from scheduler.explain.evaluation import DryRunner, Now
+from scheduler.explain.evaluation import DryRunner, GroupRunFactory, Now
 from scheduler.explain.gate import EvaluationGate
+from scheduler.explain.group_answer import group_dict
+from scheduler.explain.group_evaluation import GroupDryRun, cycle_members
+from scheduler.explain.group_facts import group_facts
 from scheduler.explain.pages import PageRequest, cut_page
 from scheduler.framework.runtime import Framework
 from scheduler.model.pod import PodInfo
+from scheduler.queue import QueuedPodInfo
 
 __all__ = ["Explainer", "Refusal"]
 
@@ -40,12 +45,19 @@ class Explainer:
         is_leader: Callable[[], bool] = lambda: True,
         gate: EvaluationGate[Now] | None = None,
         runner: DryRunner | None = None,
+        gangs: bool = False,
+        queued: Callable[[str], QueuedPodInfo[PodInfo] | None] = lambda uid: None,
     ) -> None:
+        """`gangs`: GenericWorkload is on (a member of a PodGroup is explained as its
+        group); `queued`: the queue's record of a pending pod (read only)."""
         self._pod_lookup = pod_lookup
         self._frameworks = frameworks
         self._nominator = nominator
         self._attempts = attempts
         self._queue_of = queue_of
+        self._cache = cache
+        self._gangs = gangs
+        self._queued = queued
         self._is_leader = is_leader
         self.gate: EvaluationGate[Now] = gate if gate is not None else EvaluationGate()
         self.runner = runner if runner is not None else DryRunner(cache, nominator)
@@ -69,9 +81,24 @@ class Explainer:
     async def now(self, pod: PodInfo) -> Now:
         """The dry run for `pod`, kept or joined by the gate; raises gate.Busy."""
         fwk = self._frameworks[pod.scheduler_name]
+        group = self._group_run(fwk, pod) if self._gangs and pod.pod_group else None
         return await self.gate.run(
-            (pod.uid, pod.resource_version), lambda: self.runner.evaluate(fwk, pod)
+            (pod.uid, pod.resource_version), lambda: self.runner.evaluate(fwk, pod, group)
         )
+
+    def _group_run(self, fwk: Framework, pod: PodInfo) -> GroupRunFactory:
+        """The group's dry run, its facts read from the cache and the queue when it
+        starts (after the snapshot's refresh)."""
+
+        def make(snapshot: Snapshot) -> GroupDryRun:
+            gang = self._cache.gang(pod.namespace, pod.pod_group) or GangState()
+            facts = group_facts(pod, gang, fwk, self._queue_of)
+            members = cycle_members(pod, gang, self._queue_of, self._queued)
+            return GroupDryRun(
+                fwk, pod, facts, gang, members, snapshot, self._nominator, self._cache.gang
+            )
+
+        return make
 
     def answer(
         self,
@@ -102,6 +129,8 @@ class Explainer:
             "lastAttempt": attempt_dict(attempt, node_page) if attempt is not None else None,
             "now": now_dict(now, node_page, readable),
         }
+        if now.group is not None:
+            body["podGroup"] = group_dict(now.group, readable)
         if node_page is not None:
             body["metadata"] = {
                 "continue": node_page.next_token,

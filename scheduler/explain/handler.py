@@ -20,6 +20,7 @@ from aiohttp import web
 from scheduler.explain.access import CanReadPods, readable_namespaces
 from scheduler.explain.explainer import Explainer, Refusal
 from scheduler.explain.gate import Busy
+from scheduler.explain.group_answer import group_victims
 from scheduler.explain.pages import PageError, page_request
 
 __all__ = ["EXPLAIN_PATH", "http_handler"]
@@ -54,9 +55,13 @@ def http_handler(
         except Busy as exc:
             return _error(429, str(exc), {"Retry-After": str(exc.retry_after)})
         readable = None
-        if can_read_pods is not None and now.preemption is not None:
-            victims = (v.namespace for v in now.preemption.victims)
-            readable = await readable_namespaces(can_read_pods, request, victims, namespace)
+        victims = [
+            *(now.preemption.victims if now.preemption is not None else ()),
+            *(group_victims(now.group) if now.group is not None else ()),
+        ]
+        if can_read_pods is not None and victims:
+            spaces = (v.namespace for v in victims)
+            readable = await readable_namespaces(can_read_pods, request, spaces, namespace)
         return web.json_response(explainer.answer(pod, now, page, readable))
 
     return handle

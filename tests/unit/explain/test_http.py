@@ -152,9 +152,9 @@ async def test_beyond_the_queue_the_answer_is_429_with_retry_after() -> None:
     release = asyncio.Event()
     real = explainer.runner.evaluate
 
-    async def held(fwk: Any, pod: PodInfo) -> Any:
+    async def held(fwk: Any, pod: PodInfo, group: Any = None) -> Any:
         await release.wait()
-        return await real(fwk, pod)
+        return await real(fwk, pod, group)
 
     explainer.runner.evaluate = held  # type: ignore[method-assign]
     client = await _client(http_handler(explainer))
