@@ -10,8 +10,9 @@ the request with the user's identity, and the scheduler answers only if that use
 scheduler's HTTPS port directly instead, with `--token`/`--token-file` or
 `--client-certificate`/`--client-key`, verifying its certificate against
 `--certificate-authority` (or not at all with `--insecure-skip-tls-verify`).
-Prints a table, or the JSON answer with `-o json`. The runtime (the API client) is
-imported only for the API-server path.
+Prints a table, or the JSON answer with `-o json`; for a member of a PodGroup
+(GenericWorkload) both carry the group's section (`podGroup`). The runtime (the API
+client) is imported only for the API-server path.
 """
 
 from __future__ import annotations
@@ -71,8 +72,15 @@ def format_table(body: dict[str, Any]) -> str:
     out.append("")
     if now.get("result") == "Schedulable":
         out.append(f"Now:           schedulable on node {now['node']}")
+    else:
+        out.append(f"Now:           {now.get('result', '-')}: {now.get('message', '')}")
+    group = body.get("podGroup")
+    if group is not None:
+        # a gang member: its group is what is tried, and preempted for (no PostFilter
+        # of its own)
+        return "\n".join([*out, "", *_group_lines(group)])
+    if now.get("result") == "Schedulable":
         return "\n".join(out)
-    out.append(f"Now:           {now.get('result', '-')}: {now.get('message', '')}")
     plan = now.get("preemption")
     if plan is None:
         out.append("Preemption:    not configured for this profile")
@@ -89,6 +97,55 @@ def format_table(body: dict[str, Any]) -> str:
     if plan is not None:
         out.append(f"Policies:      {', '.join(plan.get('policies') or []) or '-'}")
     return "\n".join(out)
+
+
+def _group_lines(group: dict[str, Any]) -> list[str]:
+    """The `podGroup` section: the PodGroup, its members, PreEnqueue, the group's dry run."""
+    if group.get("found"):
+        head = (
+            f"{group['policy']}, minCount {group['minCount']}, disruption "
+            f"{group['disruptionMode']}, priority {group['priority']}"
+        )
+    else:
+        head = "PodGroup not found"
+    out = [
+        f"Pod group:     {group['name']} ({head})",
+        f"Members:       {group['membersKnown']} known, {group['membersScheduled']} scheduled",
+    ]
+    gate = group.get("preEnqueue") or {}
+    held = f"held by GangScheduling: {gate.get('message')}" if gate.get("held") else "not held"
+    out.append(f"PreEnqueue:    {held}")
+    members = group.get("members") or []
+    if members:
+        rows = [[m["pod"], m.get("queue") or "-"] for m in members]
+        out += ["  " + r for r in _table(["MEMBER", "QUEUE"], rows)]
+    now = group.get("now") or {}
+    out.append(f"Group now:     {now.get('result', '-')}: {now.get('message') or '-'}")
+    if now.get("result") == "Gated":
+        return out
+    reached = "reached" if now.get("reachesMinCount") else "not reached"
+    out.append(f"minCount:      {reached}")
+    placements = now.get("placements") or []
+    if placements:
+        rows = [[p["pod"], p.get("node") or "-", p.get("reason") or "-"] for p in placements]
+        out += ["  " + r for r in _table(["MEMBER", "NODE", "REASON"], rows)]
+    plan = now.get("preemption")
+    if plan is None:
+        return out
+    if plan.get("code") != "Success":
+        out.append(f"Preemption:    none: {plan.get('message') or '-'}")
+        return out
+    nodes = plan.get("nodes") or []
+    out.append(f"Preemption:    {plan['victimCount']} victim(s) on {len(nodes)} node(s)")
+    rows = [[n["node"], v["pod"], str(v["priority"])] for n in nodes for v in n["victims"]]
+    if rows:
+        out += ["  " + r for r in _table(["NODE", "VICTIM", "PRIORITY"], rows)]
+    if plan.get("hiddenVictims"):
+        out.append(f"  and {plan['hiddenVictims']} in namespace(s) you may not read")
+    nominated = ", ".join(f"{n['pod']} -> {n['node']}" for n in plan.get("nominations") or [])
+    if nominated:
+        out.append(f"Nominations:   {nominated}")
+    return out
 
 
 def _quote(part: str) -> str:

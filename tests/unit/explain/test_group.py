@@ -5,6 +5,7 @@ with nothing of the scheduler changed (no nomination, no assumption, no task).""
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 from scheduler import catalog
@@ -14,6 +15,7 @@ from scheduler.config import names
 from scheduler.explain import Explainer
 from scheduler.explain.attempts import AttemptLog
 from scheduler.explain.nominations import NominationOverlay
+from scheduler.explain_cli import format_table
 from scheduler.framework import Framework, Handle
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model.pod import PodInfo
@@ -292,3 +294,36 @@ def test_the_overlay_keeps_its_changes_to_itself() -> None:
         "n0": {a.uid}, "n1": {b.uid},
     }  # fmt: skip
 
+
+async def test_the_cli_prints_the_group_and_its_plan() -> None:
+    w = World()
+    w.fill(namespace="other", nodes=("n1",))
+    w.cache.add_pod(
+        make_pod("mine").priority(1).requests(cpu="3500m").node("n0")
+        .started("2024-01-01T00:00:00Z").obj()
+    )  # fmt: skip
+    w.group("g", 2)
+    pods = [w.member(f"g-{i}", "g", "3") for i in range(2)]
+    body = await w.explain(pods[0], readable=frozenset({"default"}))
+    assert json.loads(json.dumps(body))["podGroup"] == body["podGroup"]  # -o json carries it
+    text = format_table(body)
+    assert "Pod group:     g (gang, minCount 2, disruption single, priority 1000)" in text
+    assert "Members:       2 known, 0 scheduled" in text
+    assert "PreEnqueue:    not held" in text and "default/g-1  active" in text
+    assert "Group now:     Unschedulable: minCount (2) cannot be satisfied" in text
+    assert "minCount:      not reached" in text
+    assert "Preemption:    4 victim(s) on 2 node(s)" in text
+    assert "  n0    default/mine  1" in text
+    assert "  and 3 in namespace(s) you may not read" in text
+    assert "Nominations:   default/g-0 -> n" in text
+    assert "not configured for this profile" not in text
+
+
+async def test_the_cli_prints_a_held_group() -> None:
+    w = World()
+    w.group("g", 3)
+    pod = w.member("g-0", "g", "1")
+    text = format_table(await w.explain(pod))
+    assert "Now:           Gated: waiting for minCount pods from a gang to appear" in text
+    assert "PreEnqueue:    held by GangScheduling: waiting for minCount pods" in text
+    assert "minCount:" not in text
