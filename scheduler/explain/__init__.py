@@ -8,6 +8,11 @@ Two parts, both read-only:
   evaluator, recording nothing). It nominates nobody, assumes nothing, starts no task,
   makes no API call and writes nothing the scheduling loop reads.
 
+A member of a PodGroup (GenericWorkload) is explained as its group: group_facts.py (the
+PodGroup, its members, GangScheduling's PreEnqueue verdict) and group_evaluation.py (the
+group tried as the pod-group cycle would, by the cycle's own group_algorithm.py),
+answered as the `podGroup` section (group_answer.py).
+
 Its cost is bounded (gate.py: one evaluation at a time, a small queue, 429 beyond it,
 answers kept a few seconds per pod, a share of the event loop's time); per-node lists
 come only on request, a page at a time (pages.py); with the server's access check,

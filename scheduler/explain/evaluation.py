@@ -4,6 +4,8 @@ The dry run runs the scheduling algorithm for the pod (PreFilter, Filter, Score 
 the profile's Framework, with a search state and a cycle state of its own and no
 opportunistic batch) and, when no node fits, DefaultPreemption's own `what_if` (the
 PostFilter's evaluator, Filter dry runs and PreemptionPolicy rules, recording nothing).
+For a gang member the dry run is its group's instead (group_evaluation.py: placement, then
+PodGroupPostFilter, two steps).
 
 What it reads and what it writes:
 
