@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import os
 import re
 import shutil
@@ -61,6 +62,7 @@ from bench.workloads import NAMESPACE, ROLE_LABEL, warmup_pod
 from kas_dev.cluster.local import LocalCluster
 
 Progress = Callable[[str, bool], None]
+PODGROUPS = f"/apis/scheduling.k8s.io/v1beta1/namespaces/{NAMESPACE}/podgroups"
 CONCURRENCY = 64
 # the contender's CPU is sampled this often (psutil reads /proc/PID/stat: cheap, and it
 # runs on the control-plane core, not the contender's)
@@ -76,6 +78,9 @@ class PinnedOptions:
     concurrency: int = CONCURRENCY
     kwok_nodes: bool = True
     keep: bool = False
+    generic_workload: bool = False
+    """The GenericWorkload gate on the cluster and both schedulers (set when the matrix
+    holds a gang workload)."""
 
 
 @dataclass
@@ -99,7 +104,9 @@ class Session:
         t = time.monotonic()
         progress(f"{label}: starting the control plane on CPU(s) "
                  f"{sorted(self.plan.control_plane)}", True)  # fmt: skip
-        await asyncio.to_thread(self.cluster.up, 0)
+        await asyncio.to_thread(
+            functools.partial(self.cluster.up, 0, generic_workload=self.opts.generic_workload)
+        )
         self.info["cluster_up_s"] = round(time.monotonic() - t, 1)
         self.api = Api(
             self.cluster.kubeconfig,
@@ -235,6 +242,8 @@ class Session:
             await _delete_pods(api, extra[i : i + 1000], self.opts.concurrency)
             progress(f"{label}: {min(i + 1000, len(extra))}/{len(extra)} pods deleted", False)
         await self._delete_churn_objects()
+        if self.opts.generic_workload:
+            await api.request("DELETE", f"{PODGROUPS}", ok=(404,))
         t_deleted = time.monotonic()
         fails = await _create_in_steps(
             api, missing, self.opts.concurrency, None, progress, f"{label}: init pods"
@@ -311,6 +320,12 @@ class Session:
             gen = self.generation
             manifests = list(pw.measured_pods(w, gen))
             n = len(manifests)
+            groups = list(pw.pod_groups(w, gen))
+            if groups:
+                # the PodGroups first, as upstream's createPodGroups op
+                progress(f"{label}: creating {len(groups)} PodGroups", True)
+                for body in groups:
+                    await _retrying(lambda body=body: api.request("POST", PODGROUPS, body))
             if shape == "drain":
                 t = time.monotonic()
                 progress(f"{label}: creating the {n} measured pods (backlog)", True)
@@ -332,6 +347,9 @@ class Session:
                 qps=self.opts.qps,
                 burst=self.opts.burst,
                 concurrency=self.opts.concurrency,
+                feature_gates=(
+                    self.cluster.feature_gate_args() if self.opts.generic_workload else []
+                ),
             )
             result["argv"] = argv
             env = {"GOMAXPROCS": str(self.plan.gomaxprocs)} if contender == "upstream" else {}
@@ -699,6 +717,7 @@ async def run_suite(
     # interrupted matrix leaves no cluster behind
     os.environ["KAS_CLUSTER_DIE_WITH_PARENT"] = "1"
     todo = matrix(workloads, schedulers, shapes)
+    opts.generic_workload = opts.generic_workload or any(w.gangs for w, _, _ in todo)
     total = len(todo)
     sizes = list(dict.fromkeys(w.nodes for w, _, _ in todo))
     i = 0

@@ -80,6 +80,8 @@ class PinnedWorkload:
     """Whether the raw-bind ceiling runs beside the schedulers (its figure does not
     depend on the pods' constraints, so one workload is enough)."""
     upstream: str = ""
+    group_size: int = 0
+    """Members per PodGroup of the measured "gang" template (GenericWorkload)."""
 
     def __post_init__(self) -> None:
         if self.init_set not in INIT_SETS:
@@ -97,6 +99,14 @@ class PinnedWorkload:
         for s in self.shapes:
             if s not in SHAPES:
                 raise ValueError(f"{self.name}: unknown shape {s!r}")
+        if self.gangs and (self.group_size < 1 or self.measured_pods % self.group_size):
+            raise ValueError(f"{self.name}: measured pods must be whole groups")
+
+    @property
+    def gangs(self) -> bool:
+        """The measured pods are PodGroup members: the cluster and both schedulers need
+        the GenericWorkload gate."""
+        return self.measured == "gang"
 
     @property
     def preempts(self) -> bool:
@@ -112,7 +122,7 @@ class PinnedWorkload:
 
 
 INIT_SETS = ("plain", "green", "blue", "low")
-MEASURED = ("plain", "anti", "affinity", "spread", "node-affinity", "preemptor")
+MEASURED = ("plain", "anti", "affinity", "spread", "node-affinity", "preemptor", "gang")
 
 # upstream's own counts at (500, 5000) nodes: (init pods, measured pods) of the
 # 500Nodes / 5000Nodes workloads of each test case (1000 for PreemptionBasic, which has
@@ -334,7 +344,9 @@ def _affinity(label: str) -> dict[str, Any]:
 
 def template_pod(template: str, name: str, role: str, node: str | None = None) -> dict[str, Any]:
     """One pod of `template` (a measured template or an init set)."""
-    if template == "plain":
+    if template in ("plain", "gang"):
+        # podgroup/gangscheduling/templates/gang-pod.yaml asks for 100m / 100Mi as the
+        # default template does; the group reference is added by measured_pods
         body = pod(name, role, node_name=node)
     elif template == "low":
         # templates/pod-low-priority.yaml: 900m, priority 0, grace period 0
@@ -403,7 +415,27 @@ def init_pods(w: PinnedWorkload, generation: int = 0) -> Iterator[dict[str, Any]
 
 def measured_pods(w: PinnedWorkload, generation: int = 0) -> Iterator[dict[str, Any]]:
     for i in range(w.measured_pods):
-        yield template_pod(w.measured, f"m{generation}-{i}", "measured")
+        body = template_pod(w.measured, f"m{generation}-{i}", "measured")
+        if w.gangs:
+            group = pod_group_name(i // w.group_size, generation)
+            body["spec"]["schedulingGroup"] = {"podGroupName": group}
+        yield body
+
+
+def pod_group_name(i: int, generation: int = 0) -> str:
+    return f"gang{generation}-{i}"
+
+
+def pod_groups(w: PinnedWorkload, generation: int = 0) -> Iterator[dict[str, Any]]:
+    """podgroup/gangscheduling/templates/podgroup.yaml: gang policy, minCount = the
+    group's size."""
+    for i in range(w.measured_pods // w.group_size if w.gangs else 0):
+        yield {
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": pod_group_name(i, generation), "labels": {ROLE_LABEL: "measured"}},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": w.group_size}}},
+        }
 
 
 def churn_pod_name(i: int, generation: int = 0) -> str:
@@ -418,6 +450,32 @@ def churn_pod(w: PinnedWorkload, i: int, generation: int = 0) -> dict[str, Any]:
     raise ValueError(f"{w.name} has no churn pods")
 
 
+GANG_WORKLOAD_NAMES = ("GangScheduling", "GangScheduling1000PerGroup")
+"""Run only when named (--workloads): they need the GenericWorkload gate on the cluster
+and on both schedulers, which changes upstream's default profile for every workload."""
+
+
+def gang_workloads_for(nodes: int, pods_scale: float = 1.0) -> list[PinnedWorkload]:
+    """podgroup/gangscheduling/performance-config.yaml GangScheduling: gangs of 3
+    (upstream: 1000, 2000 and 3000 of them at 5000 nodes; here 1000 scaled), and groups
+    of 1000 (upstream: 3, 6 and 9 of them; here 3 scaled). No init pods."""
+    three = max(1, round((1000 if nodes >= 5000 else max(10, nodes // 5)) * pods_scale))
+    big = max(1, round(3 * pods_scale))
+    size = 1000 if nodes >= 1000 else max(2, nodes // 5)
+    return [
+        PinnedWorkload(
+            "GangScheduling", nodes, "plain", 0, "gang", 3 * three, group_size=3,
+            upstream="podgroup/gangscheduling/performance-config.yaml GangScheduling",
+        ),
+        PinnedWorkload(
+            "GangScheduling1000PerGroup", nodes, "plain", 0, "gang", big * size,
+            group_size=size, timeout_s=300.0,
+            upstream="podgroup/gangscheduling/performance-config.yaml "
+            "5000Nodes_3Gangs_3000Pods_1000PerGroup",
+        ),
+    ]  # fmt: skip
+
+
 def select(
     sizes: list[int] | None = None,
     workloads: list[str] | None = None,
@@ -425,7 +483,7 @@ def select(
     memory: bool = True,
 ) -> list[PinnedWorkload]:
     """The matrix (size by size, each size in run order); `workloads` may name Memory."""
-    known = {*WORKLOAD_NAMES, "Memory"}
+    known = {*WORKLOAD_NAMES, *GANG_WORKLOAD_NAMES, "Memory"}
     unknown = sorted(set(workloads or ()) - known)
     if unknown:
         raise ValueError(
@@ -438,6 +496,7 @@ def select(
         ws = workloads_for(n, pods_scale)
         if workloads:
             ws = [w for w in ws if w.name in workloads]
+            ws += [w for w in gang_workloads_for(n, pods_scale) if w.name in workloads]
         if n >= 5000 and memory and (not workloads or "Memory" in workloads):
             mem = memory_workload(n)
             # after the plain workloads: their init set is topped up, not rebuilt

@@ -102,7 +102,11 @@ def command_for(
     qps: float,
     burst: int,
     concurrency: int,
+    feature_gates: list[str] | None = None,
 ) -> list[str]:
+    """The contender's command line; `feature_gates` (`--feature-gates=...` arguments)
+    go to both schedulers, never to the ceiling."""
+    gates = list(feature_gates or [])
     if contender == "ceiling":
         return [
             sys.executable,
@@ -117,7 +121,9 @@ def command_for(
     cfg = run_dir / f"{contender}-config.yaml"
     cfg.write_text(yaml.safe_dump(scheduler_config(contender, kubeconfig, qps, burst)))
     if contender == "upstream":
-        return [str(bin_dir / "kube-scheduler"), f"--config={cfg}", "--secure-port=0", "-v=1"]
+        return [
+            str(bin_dir / "kube-scheduler"), f"--config={cfg}", "--secure-port=0", "-v=1", *gates
+        ]  # fmt: skip
     if contender in ("ours-async", "ours-sync"):
         # KAS_BENCH_PYINSTRUMENT=<file>: run ours under pyinstrument's sampling profiler
         # (the text report is written when the harness stops it with SIGTERM), to see
@@ -136,6 +142,7 @@ def command_for(
             "0",
             "--bind-address",
             "127.0.0.1",
+            *gates,
         ]
     raise ValueError(f"unknown scheduler {contender!r} (known: {', '.join(SCHEDULERS)})")
 

@@ -438,3 +438,27 @@ def test_render_adds_the_any_bound_pod_figure_under_the_table_for_preemptor_chur
     text = pinned_report.render(_doc(runs), "x.json")
     line = next(x for x in text.splitlines() if x.startswith("PreemptionAsync (drain)"))
     assert "(10 · 20)" in line and "3.00 / 1.00 (0.33x)" in line
+
+
+def test_gang_workloads_run_only_when_named_and_hold_whole_groups() -> None:
+    default = pw.select([5000])
+    assert not any(w.gangs for w in default)  # the gate would change upstream's profile
+    gangs = pw.select([5000], ["GangScheduling", "GangScheduling1000PerGroup"])
+    assert [(w.name, w.group_size, w.measured_pods) for w in gangs] == [
+        ("GangScheduling", 3, 3000),
+        ("GangScheduling1000PerGroup", 1000, 3000),
+    ]
+    w = gangs[0]
+    groups = list(pw.pod_groups(w, 7))
+    assert len(groups) == 1000
+    assert groups[0]["spec"]["schedulingPolicy"] == {"gang": {"minCount": 3}}
+    members = list(pw.measured_pods(w, 7))
+    refs = [p["spec"]["schedulingGroup"]["podGroupName"] for p in members]
+    assert refs[:4] == ["gang7-0", "gang7-0", "gang7-0", "gang7-1"]
+    assert {g["metadata"]["name"] for g in groups} == set(refs)
+    # a plain workload's pods name no group, and it has no PodGroups
+    plain = default[0]
+    assert "schedulingGroup" not in next(pw.measured_pods(plain))["spec"]
+    assert list(pw.pod_groups(plain)) == []
+    with pytest.raises(ValueError, match="whole groups"):
+        pw.PinnedWorkload("G", 10, "plain", 0, "gang", 10, group_size=3)
