@@ -63,7 +63,7 @@ class PinnedWorkload:
     name: str
     nodes: int
     init_set: str
-    """Which init pods exist before the run: "plain", "green", "blue" or "low"."""
+    """Which init pods exist before the run: "plain", "green", "blue", "low" or "tiny"."""
     init_pods: int
     measured: str
     """Template of the measured pods: plain, anti, affinity, spread, node-affinity, preemptor."""
@@ -106,23 +106,25 @@ class PinnedWorkload:
     def gangs(self) -> bool:
         """The measured pods are PodGroup members: the cluster and both schedulers need
         the GenericWorkload gate."""
-        return self.measured == "gang"
+        return self.measured in ("gang", "gang-preemptor")
 
     @property
     def preempts(self) -> bool:
-        return self.measured == "preemptor" or self.churn == "preemptor"
+        return self.measured in ("preemptor", "gang-preemptor") or self.churn == "preemptor"
 
     @property
     def preemptor_role(self) -> str | None:
-        if self.measured == "preemptor":
+        if self.measured in ("preemptor", "gang-preemptor"):
             return "measured"
         if self.churn == "preemptor":
             return "churn"
         return None
 
 
-INIT_SETS = ("plain", "green", "blue", "low")
-MEASURED = ("plain", "anti", "affinity", "spread", "node-affinity", "preemptor", "gang")
+INIT_SETS = ("plain", "green", "blue", "low", "tiny")
+MEASURED = (
+    "plain", "anti", "affinity", "spread", "node-affinity", "preemptor", "gang", "gang-preemptor"
+)  # fmt: skip
 
 # upstream's own counts at (500, 5000) nodes: (init pods, measured pods) of the
 # 500Nodes / 5000Nodes workloads of each test case (1000 for PreemptionBasic, which has
@@ -351,6 +353,14 @@ def template_pod(template: str, name: str, role: str, node: str | None = None) -
     elif template == "low":
         # templates/pod-low-priority.yaml: 900m, priority 0, grace period 0
         body = pod(name, role, cpu="900m", node_name=node)
+    elif template == "tiny":
+        # workload_preemption/templates/pod-low-priority.yaml: 40m, priority 0 (spread
+        # over the nodes by hostPort there; bound round-robin here)
+        body = pod(name, role, cpu="40m", memory="100Mi", node_name=node)
+    elif template == "gang-preemptor":
+        # workload_preemption/templates/gang-pod.yaml with cpuRequest 3970m: a member
+        # needs a node emptied of its ten 40m pods
+        body = pod(name, role, cpu="3970m", memory="100Mi", priority_class=HIGH_PRIORITY_CLASS)
     elif template == "preemptor":
         # templates/pod-high-priority.yaml: 3 CPU at priority 10 (here a PriorityClass)
         body = pod(name, role, cpu="3000m", priority_class=HIGH_PRIORITY_CLASS)
@@ -434,7 +444,14 @@ def pod_groups(w: PinnedWorkload, generation: int = 0) -> Iterator[dict[str, Any
             "apiVersion": "scheduling.k8s.io/v1beta1",
             "kind": "PodGroup",
             "metadata": {"name": pod_group_name(i, generation), "labels": {ROLE_LABEL: "measured"}},
-            "spec": {"schedulingPolicy": {"gang": {"minCount": w.group_size}}},
+            "spec": {
+                "schedulingPolicy": {"gang": {"minCount": w.group_size}},
+                **(
+                    {"priorityClassName": HIGH_PRIORITY_CLASS}
+                    if w.measured == "gang-preemptor"
+                    else {}
+                ),
+            },
         }
 
 
@@ -450,7 +467,7 @@ def churn_pod(w: PinnedWorkload, i: int, generation: int = 0) -> dict[str, Any]:
     raise ValueError(f"{w.name} has no churn pods")
 
 
-GANG_WORKLOAD_NAMES = ("GangScheduling", "GangScheduling1000PerGroup")
+GANG_WORKLOAD_NAMES = ("GangScheduling", "GangScheduling1000PerGroup", "GangPreemptionBasic")
 """Run only when named (--workloads): they need the GenericWorkload gate on the cluster
 and on both schedulers, which changes upstream's default profile for every workload."""
 
@@ -472,6 +489,14 @@ def gang_workloads_for(nodes: int, pods_scale: float = 1.0) -> list[PinnedWorklo
             group_size=size, timeout_s=300.0,
             upstream="podgroup/gangscheduling/performance-config.yaml "
             "5000Nodes_3Gangs_3000Pods_1000PerGroup",
+        ),
+        # upstream runs it at 100 nodes: 1000 low pods, 10 gangs of 10 (3970m each);
+        # here ten 40m pods per node and a gang of 10 per 100 nodes, at most 10 gangs
+        PinnedWorkload(
+            "GangPreemptionBasic", nodes, "tiny", 10 * nodes, "gang-preemptor",
+            10 * min(10, max(1, nodes // 10)), group_size=10,
+            upstream="workload_preemption/performance-config.yaml "
+            "100Nodes_10PreemptorGangs_10Pods_Evicting_1000InitPods",
         ),
     ]  # fmt: skip
 

@@ -460,5 +460,14 @@ def test_gang_workloads_run_only_when_named_and_hold_whole_groups() -> None:
     plain = default[0]
     assert "schedulingGroup" not in next(pw.measured_pods(plain))["spec"]
     assert list(pw.pod_groups(plain)) == []
+    # the gang-preemption shape: ten 40m pods a node, members that need a node emptied
+    (pre,) = pw.select([100], ["GangPreemptionBasic"])
+    assert (pre.init_pods, pre.measured_pods, pre.group_size, pre.preemptor_role) == (
+        1000, 100, 10, "measured",
+    )  # fmt: skip
+    (group, *_) = pw.pod_groups(pre)
+    assert group["spec"]["priorityClassName"] == next(pw.measured_pods(pre))["spec"][
+        "priorityClassName"
+    ]
     with pytest.raises(ValueError, match="whole groups"):
         pw.PinnedWorkload("G", 10, "plain", 0, "gang", 10, group_size=3)
