@@ -255,6 +255,7 @@ class SchedulerApp:
             metrics=m,
             victim_policy=self.policies.store if self.policies is not None else None,
             pod_group_preemptions=self.pod_group_preemptions,
+            generic_workload=self.features.generic_workload,
         )
         registry = catalog.registry(services)
         # one map of pods waiting at Permit for every profile, so preemption finds a

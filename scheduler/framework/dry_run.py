@@ -166,6 +166,26 @@ class NodeDryRun:
             return _SUCCESS
         return self._plan.runner.add_pod(self.state, self.pod, pod, self.view)
 
+    def remove_remote_pod(self, victim: PodInfo, view: object) -> Status:
+        """`victim`, on another node (`view`, the snapshot's, never changed), leaves with
+        a victim unit: only the PreFilter extensions are told (upstream
+        SelectVictimsOnNode calls RunPreFilterExtensionRemovePod with the remote
+        NodeInfo and does not mutate it)."""
+        return self._remote(False, victim, view)
+
+    def add_remote_pod(self, pod: PodInfo, view: object) -> Status:
+        """The reverse of remove_remote_pod (a victim unit reprieved)."""
+        return self._remote(True, pod, view)
+
+    def _remote(self, adding: bool, pod: PodInfo, view: object) -> Status:
+        if not self._extensions:
+            return _SUCCESS
+        if not isinstance(view, NodeView):
+            raise TypeError(f"expected a NodeView from the snapshot, got {type(view)!r}")
+        runner = self._plan.runner
+        run = runner.add_pod if adding else runner.remove_pod
+        return run(self.state, self.pod, pod, view)
+
     # ------------------------------------------------------------ Filter
     def filter(self) -> Status:
         """Every Filter plugin not skipped this cycle, with the nominated-pods rule;

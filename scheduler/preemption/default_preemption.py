@@ -64,6 +64,7 @@ from scheduler.preemption.evaluator import (
 from scheduler.preemption.executor import PreemptionExecutor
 from scheduler.preemption.pod_group_executor import PodGroupPreemptions
 from scheduler.preemption.policy_evaluator import new_evaluator
+from scheduler.preemption.unit_victims import GroupAwareVictims
 from scheduler.preemption.victim_policy import VictimPolicy, recording_nothing
 
 __all__ = ["MSG_WAITING", "DefaultPreemption", "PreemptionServices", "factory"]
@@ -101,6 +102,9 @@ class PreemptionServices:
     """Operator PreemptionPolicies (scheduler.policy.PolicyStore), if enabled."""
     pod_group_preemptions: PodGroupPreemptions | None = None
     """GenericWorkload: the preemptions for whole pod groups (pod_group_executor.py)."""
+    generic_workload: bool = False
+    """The GenericWorkload gate: single-pod preemption then takes victims as units
+    (unit_victims.py), an all-members PodGroup whole, with PodGroup priorities."""
 
 
 def _prefixed(status: Status, plugin: str) -> Status:
@@ -224,6 +228,13 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin, EnqueueExtensions):
         """The evaluation both PostFilter and what_if run."""
         nominator = self.handle.nominator
         nominated = nominator.nominated_node(pod) or pod.nominated_node_name
+        # upstream GetVictimsOnNode: with GenericWorkload, victims by units
+        # (framework/preemption/preemption.go); without, each pod alone, its own priority
+        units = (
+            GroupAwareVictims(self.handle.gang_lookup, snapshot)
+            if self.services.generic_workload
+            else None
+        )
         return evaluator.evaluate(
             pod,
             diagnosis.node_to_status(),
@@ -233,6 +244,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin, EnqueueExtensions):
             self._fit(state),
             nominated_node=nominated,
             num_all_nodes=snapshot.num_nodes,
+            units=units,
         )
 
     def _fit(self, state: CycleState) -> FitCheck:

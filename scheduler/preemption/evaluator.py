@@ -56,6 +56,7 @@ __all__ = [
     "NodeLike",
     "NodeLookup",
     "NominatedPods",
+    "VictimSelector",
     "calculate_num_candidates",
     "eligible_to_preempt",
     "importance_key",
@@ -123,6 +124,38 @@ class DryRun(Protocol):
         implementation may re-run only what those changes can affect."""
         ...
 
+    def remove_remote_pod(self, pod: PodInfo, node: NodeLike, /) -> Status:
+        """`pod`, on another node `node`, leaves with a victim unit (GenericWorkload): only
+        the PreFilter extensions are told (upstream SelectVictimsOnNode runs
+        RunPreFilterExtensionRemovePod with the remote NodeInfo and never changes it)."""
+        ...
+
+    def add_remote_pod(self, pod: PodInfo, node: NodeLike, /) -> Status:
+        """The reverse of remove_remote_pod (a unit reprieved)."""
+        ...
+
+
+class VictimSelector(Protocol):
+    """How victims are chosen on one node when they are not single pods: with the
+    GenericWorkload gate (unit_victims.GroupAwareVictims), a pod of a PodGroup whose
+    disruption mode is `all` is taken with every scheduled member of its group."""
+
+    def select(
+        self,
+        preemptor: PodInfo,
+        node: NodeLike,
+        pdbs: Sequence[PDBInfo],
+        fit: FitCheck,
+        may_evict: Callable[[PodInfo], bool],
+        /,
+    ) -> tuple[list[PodInfo], int, Status]:
+        """As select_victims."""
+        ...
+
+    def priority(self, pod: PodInfo, /) -> int:
+        """`pod`'s priority as a victim (its PodGroup's when it has one)."""
+        ...
+
 
 class FitCheck(Protocol):
     """Opens a DryRun of `node` for `pod`. Must not modify `node` itself."""
@@ -138,6 +171,9 @@ class Candidate:
     node: str
     victims: tuple[PodInfo, ...]  # most important first
     num_pdb_violations: int
+    by_units: bool = False
+    """The victims were chosen as units (GenericWorkload, unit_victims.py): most
+    important first by the units' priorities, which may be their PodGroups'."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,9 +244,12 @@ def eligible_to_preempt(
     nodes: NodeLookup,
     diagnosis: Mapping[str, Status],
     absent_code: Code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+    victim_priority: Callable[[PodInfo], int] | None = None,
 ) -> tuple[bool, str]:
     """Upstream PodEligibleToPreemptOthers. `nominated_node` is the pod's current
-    nomination ("" for none); a node missing from `diagnosis` has `absent_code`."""
+    nomination ("" for none); a node missing from `diagnosis` has `absent_code`.
+    `victim_priority`: a terminating pod's priority as a victim (GenericWorkload: its
+    PodGroup's, as NewPodVictim with the PodGroup lister); default its own."""
     if pod.preemption_policy == PREEMPT_NEVER:
         return False, MSG_NEVER
     if not nominated_node:
@@ -222,7 +261,8 @@ def eligible_to_preempt(
     node = nodes.get(nominated_node)
     if node is not None:
         for other in node.pods.values():
-            if other.priority < pod.priority and terminating_by_preemption(other):
+            prio = other.priority if victim_priority is None else victim_priority(other)
+            if prio < pod.priority and terminating_by_preemption(other):
                 return False, MSG_TERMINATING
     return True, ""
 
@@ -337,7 +377,15 @@ def _criteria(c: Candidate) -> tuple[int, int, int, int, float]:
     better, in upstream's order: fewest PDB violations; lowest priority of its most
     important victim; smallest sum of victim priorities (each offset by MaxInt32+1);
     fewest victims; latest earliest start among its highest-priority victims (upstream
-    GetEarliestPodStartTime; a missing start time counts as now, i.e. latest)."""
+    GetEarliestPodStartTime; a missing start time counts as now, i.e. latest).
+
+    Every criterion reads the pods' own priorities (corev1helpers.PodPriority), never a
+    PodGroup's, and counts every victim, a unit's members on other nodes too. The
+    "most important victim" is the first one (upstream reads Pods[0]): without units
+    the victims are sorted by their own priority, so it has the highest; with units
+    (sorted by the unit's priority) it may not, while the start-time criterion still
+    takes the highest own priority over all of them. Without units any order of the
+    victims gives the same criteria (the highest own priority is read)."""
     victims = c.victims
     if not victims:
         raise ValueError(f"preemption candidate {c.node!r} has no victims")
@@ -352,7 +400,8 @@ def _criteria(c: Candidate) -> tuple[int, int, int, int, float]:
             top, earliest = p, start
         elif p == top and start < earliest:
             earliest = start
-    return (-c.num_pdb_violations, -top, -total, -len(victims), earliest)
+    first = victims[0].priority if c.by_units else top
+    return (-c.num_pdb_violations, -first, -total, -len(victims), earliest)
 
 
 def pick_one_node(candidates: Sequence[Candidate]) -> Candidate | None:
@@ -417,13 +466,22 @@ class Evaluator:
         *,
         nominated_node: str = "",
         num_all_nodes: int | None = None,
+        units: VictimSelector | None = None,
     ) -> Evaluation:
         """Decide a preemption for `preemptor`, which failed Filter with `diagnosis`
         (node name -> status, in Filter order) on the snapshot `nodes` of
-        `num_all_nodes` nodes (default: len(diagnosis))."""
+        `num_all_nodes` nodes (default: len(diagnosis)). `units` (GenericWorkload)
+        chooses each node's victims by units and gives a victim's priority; None: one
+        pod is one victim, of its own priority."""
         if num_all_nodes is None:
             num_all_nodes = len(diagnosis)
-        ok, why = eligible_to_preempt(preemptor, nominated_node, nodes, diagnosis)
+        ok, why = eligible_to_preempt(
+            preemptor,
+            nominated_node,
+            nodes,
+            diagnosis,
+            victim_priority=units.priority if units is not None else None,
+        )
         if not ok:
             log.debug("preemption not eligible pod=%s reason=%s", preemptor.key, why)
             return Evaluation(Status.unschedulable(why))
@@ -457,12 +515,13 @@ class Evaluator:
         success = Status.success()
         debug = log.isEnabledFor(logging.DEBUG)
         may_evict = self.may_evict
+        select = units.select if units is not None else select_victims
         for i in range(n):
             node = potential[(offset + i) % n]
             name = node.name
             checked += 1
             try:
-                victims, violations, status = select_victims(preemptor, node, pdbs, fit, may_evict)
+                victims, violations, status = select(preemptor, node, pdbs, fit, may_evict)
                 refusal = self.node_refusal(victims) if status.ok else None
                 if refusal is not None:  # an operator policy (preemption.policy_evaluator)
                     victims, violations, status = [], 0, refusal
@@ -497,7 +556,7 @@ class Evaluator:
                     ",".join(v.key for v in victims),
                     violations,
                 )
-            cand = Candidate(name, tuple(victims), violations)
+            cand = Candidate(name, tuple(victims), violations, by_units=units is not None)
             (violating if violations else non_violating).append(cand)
             if non_violating and len(non_violating) + len(violating) >= wanted:
                 break

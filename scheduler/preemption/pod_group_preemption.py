@@ -23,7 +23,7 @@ For a group that did not fit, over the whole cluster (upstream's "cluster" domai
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from scheduler.cache.gang_state import GangState
@@ -45,6 +45,8 @@ __all__ = [
     "VictimUnit",
     "more_important",
     "preempt_for_group",
+    "split_units_by_pdb",
+    "units_of",
     "victim_units",
 ]
 
@@ -126,24 +128,42 @@ def victim_units(
         view = snapshot.views[int(slot)]
         if view is None or view.node is None:
             continue
-        for pod in view.pods.values():
-            gang = gang_lookup(pod.namespace, pod.pod_group) if pod.pod_group else None
-            group: PodGroupInfo | None = gang.pod_group if gang is not None else None
-            if gang is not None and group is not None and group.disruption_mode == "all":
-                key = f"group/{pod.namespace}/{pod.pod_group}"
-                if key in seen:
-                    continue
-                seen.add(key)
-                members = tuple(gang.scheduled_pods()) or (pod,)
-                units.append(VictimUnit(members, group.priority, POD_GROUP, _earliest(members)))
-                continue
-            key = f"pod/{pod.namespace}/{pod.name}"
+        units.extend(units_of(view.pods.values(), gang_lookup, seen))
+    return units
+
+
+def units_of(
+    pods: Iterable[PodInfo],
+    gang_lookup: Callable[[str, str], GangState | None],
+    seen: set[str] | None = None,
+) -> list[VictimUnit]:
+    """The victim units of `pods` (one node's, in its order), as types.go
+    getCrossNodesVictims makes them: a member of a PodGroup whose disruption mode is `all`
+    stands for all the group's scheduled members wherever they run (searchCrossNodesVictimPods,
+    the pod alone when the group has none), every other pod for itself (NewPodVictim). The
+    priority is the PodGroup's when the pod has one (GetPodPriority). `seen` (unit keys)
+    is shared across calls so that a group spanning nodes is listed once."""
+    if seen is None:
+        seen = set()
+    units: list[VictimUnit] = []
+    for pod in pods:
+        gang = gang_lookup(pod.namespace, pod.pod_group) if pod.pod_group else None
+        group: PodGroupInfo | None = gang.pod_group if gang is not None else None
+        if gang is not None and group is not None and group.disruption_mode == "all":
+            key = f"group/{pod.namespace}/{pod.pod_group}"
             if key in seen:
                 continue
             seen.add(key)
-            kind = POD_GROUP if pod.pod_group else POD
-            priority = group.priority if group is not None else pod.priority
-            units.append(VictimUnit((pod,), priority, kind, _earliest((pod,))))
+            members = tuple(gang.scheduled_pods()) or (pod,)
+            units.append(VictimUnit(members, group.priority, POD_GROUP, _earliest(members)))
+            continue
+        key = f"pod/{pod.namespace}/{pod.name}"
+        if key in seen:
+            continue
+        seen.add(key)
+        kind = POD_GROUP if pod.pod_group else POD
+        priority = group.priority if group is not None else pod.priority
+        units.append(VictimUnit((pod,), priority, kind, _earliest((pod,))))
     return units
 
 

@@ -51,6 +51,8 @@ class ResourceFit:
         self._allocatable = allocatable or {}
         self.runs = 0
         self.filters = 0
+        # (remove|add, pod, node) told of pods on other nodes (victim units), in order
+        self.remote: list[tuple[str, str, str]] = []
 
     def __call__(self, pod: PodInfo, node: NodeLike, /) -> ResourceDryRun:
         self.runs += 1
@@ -104,6 +106,14 @@ class ResourceDryRun:
 
     def still_fits(self) -> bool:
         return self.filter().ok
+
+    def remove_remote_pod(self, pod: PodInfo, node: NodeLike, /) -> Status:
+        self._owner.remote.append(("remove", pod.name, node.name))
+        return Status.success()
+
+    def add_remote_pod(self, pod: PodInfo, node: NodeLike, /) -> Status:
+        self._owner.remote.append(("add", pod.name, node.name))
+        return Status.success()
 
 
 class MemoryNominator:

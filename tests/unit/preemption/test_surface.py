@@ -21,7 +21,18 @@ def test_the_real_parts_have_the_methods_the_protocols_name() -> None:
     for cls, methods in [
         (Snapshot, ["get"]),
         (Nominator, ["nominated_pods_for_node", "nominated_node", "add", "remove"]),
-        (NodeDryRun, ["remove_pod", "remove_pods", "add_pod", "filter", "still_fits"]),
+        (
+            NodeDryRun,
+            [
+                "remove_pod",
+                "remove_pods",
+                "add_pod",
+                "filter",
+                "still_fits",
+                "remove_remote_pod",
+                "add_remote_pod",
+            ],
+        ),
         (Dispatcher, ["patch_pod_status", "delete_pod"]),
         (EventRecorder, ["event"]),
     ]:
