@@ -7,7 +7,9 @@ PodGroups, kwok nodes, the scheduler run with --feature-gates=GenericWorkload=tr
   group's reason, the one that fitted nowhere its own, the one never tried the group's
   verdict as it stood when the cycle stopped;
 - members wait silently (PreEnqueue, no condition) until minCount of them exist, and
-  until their PodGroup exists; then they are placed.
+  until their PodGroup exists; then they are placed;
+- a gang preempts lower-priority pods and binds whole;
+- a single pod preempting one member of an all-members group deletes every member.
 """
 
 from __future__ import annotations
@@ -38,6 +40,66 @@ def _pod_group(cluster: ClusterHandle, ns: str, name: str, policy: dict[str, Any
             "spec": {"schedulingPolicy": policy},
         },
     )
+
+
+def _with_classes(
+    make_cluster: Callable[..., ClusterHandle],
+    tmp_path: Path,
+    namespace: str,
+    classes: dict[str, int],
+) -> tuple[ClusterHandle, str, SchedulerProcess]:
+    """Two 4-cpu nodes with the gate, a namespace, these PriorityClasses, and the
+    scheduler started with the gate."""
+    cluster = make_cluster([NodeGroup(2, cpu="4")], generic_workload=True)
+    ns = cluster.create_namespace(namespace)
+    for name, value in classes.items():
+        cluster.api(
+            "POST",
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            {"metadata": {"name": name}, "value": value},
+        )
+    sched = SchedulerProcess(
+        cluster.kubeconfig,
+        write_config(tmp_path / "config.yaml"),
+        tmp_path / "scheduler.log",
+        extra_args=[GATE],
+    )
+    sched.start()
+    return cluster, ns, sched
+
+
+def _gang_of(
+    cluster: ClusterHandle, ns: str, group: str, spec: dict[str, Any], members: int, cpu: str
+) -> None:
+    """A PodGroup with `spec` and its members, each of `cpu` and of the group's class."""
+    cluster.api(
+        "POST",
+        f"/apis/scheduling.k8s.io/v1beta1/namespaces/{ns}/podgroups",
+        {
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": group},
+            "spec": spec,
+        },
+    )
+    for i in range(members):
+        pod = pod_manifest(f"{group}-{i}", cpu=cpu, priority_class=spec["priorityClassName"])
+        pod["spec"]["schedulingGroup"] = {"podGroupName": group}
+        cluster.create_pod(ns, pod)
+
+
+def _pair_bound_one_a_node(
+    cluster: ClusterHandle, ns: str, group: str, sched: SchedulerProcess, why: str
+) -> None:
+    """Members 0 and 1 of `group` are bound, one on each kwok node."""
+    for i in range(2):
+        wait_for(
+            lambda i=i: _node(cluster, ns, f"{group}-{i}"), timeout=90,
+            what=f"{group}-{i} bound{why}\n{sched.tail()}",
+        )  # fmt: skip
+    assert {_node(cluster, ns, f"{group}-0"), _node(cluster, ns, f"{group}-1")} == {
+        "kwok-node-0", "kwok-node-1",
+    }  # fmt: skip
 
 
 def _member(cluster: ClusterHandle, ns: str, name: str, group: str, cpu: str) -> None:
@@ -155,21 +217,9 @@ def test_a_gang_preempts_lower_priority_pods_and_binds_whole(
     # two 4-cpu nodes full of 2-cpu low-priority pods; a high-priority gang of two 3-cpu
     # members fits only once both pods of each node are gone: one pod-group preemption
     # decides all four victims, a background task deletes them, the gang binds whole
-    cluster = make_cluster([NodeGroup(2, cpu="4")], generic_workload=True)
-    ns = cluster.create_namespace("gang-preempts")
-    for name, value in (("gang-low", 10), ("gang-high", 1000)):
-        cluster.api(
-            "POST",
-            "/apis/scheduling.k8s.io/v1/priorityclasses",
-            {"metadata": {"name": name}, "value": value},
-        )
-    sched = SchedulerProcess(
-        cluster.kubeconfig,
-        write_config(tmp_path / "config.yaml"),
-        tmp_path / "scheduler.log",
-        extra_args=[GATE],
+    cluster, ns, sched = _with_classes(
+        make_cluster, tmp_path, "gang-preempts", {"gang-low": 10, "gang-high": 1000}
     )
-    sched.start()
     try:
         for i in range(4):
             cluster.create_pod(ns, pod_manifest(f"filler-{i}", cpu="2", priority_class="gang-low"))
@@ -178,31 +228,9 @@ def test_a_gang_preempts_lower_priority_pods_and_binds_whole(
                 lambda i=i: _node(cluster, ns, f"filler-{i}"), timeout=60,
                 what=f"filler-{i} bound\n{sched.tail()}",
             )  # fmt: skip
-        cluster.api(
-            "POST",
-            f"/apis/scheduling.k8s.io/v1beta1/namespaces/{ns}/podgroups",
-            {
-                "apiVersion": "scheduling.k8s.io/v1beta1",
-                "kind": "PodGroup",
-                "metadata": {"name": "urgent"},
-                "spec": {
-                    "schedulingPolicy": {"gang": {"minCount": 2}},
-                    "priorityClassName": "gang-high",
-                },
-            },
-        )
-        for i in range(2):
-            pod = pod_manifest(f"urgent-{i}", cpu="3", priority_class="gang-high")
-            pod["spec"]["schedulingGroup"] = {"podGroupName": "urgent"}
-            cluster.create_pod(ns, pod)
-        for i in range(2):
-            wait_for(
-                lambda i=i: _node(cluster, ns, f"urgent-{i}"), timeout=90,
-                what=f"urgent-{i} bound after the preemption\n{sched.tail()}",
-            )  # fmt: skip
-        assert {_node(cluster, ns, "urgent-0"), _node(cluster, ns, "urgent-1")} == {
-            "kwok-node-0", "kwok-node-1",
-        }  # fmt: skip
+        spec = {"schedulingPolicy": {"gang": {"minCount": 2}}, "priorityClassName": "gang-high"}
+        _gang_of(cluster, ns, "urgent", spec, 2, "3")
+        _pair_bound_one_a_node(cluster, ns, "urgent", sched, " after the preemption")
         # every filler was a victim, and the first verdict named them all
         assert all(cluster.get_pod(ns, f"filler-{i}") is None for i in range(4))
         preempted = [e for e in cluster.events(ns) if e.get("reason") == "Preempted"]
@@ -213,5 +241,46 @@ def test_a_gang_preempts_lower_priority_pods_and_binds_whole(
             lambda: _group_condition(cluster, ns, "urgent"), timeout=30, what="urgent's condition"
         )
         assert placed["status"] == "True"
+    finally:
+        sched.stop()
+
+
+def test_a_single_pod_preempting_one_member_of_an_all_members_group_deletes_the_group(
+    make_cluster: Callable[..., ClusterHandle], tmp_path: Path
+) -> None:
+    # two 4-cpu nodes, a PodGroup with disruptionMode all whose two 3-cpu members run one
+    # a node; a high-priority single pod of 2 cpu needs one member's node: with the gate
+    # its DefaultPreemption takes the group as one unit (upstream getCrossNodesVictims),
+    # and both members are deleted, the one on the other node too
+    cluster, ns, sched = _with_classes(
+        make_cluster, tmp_path, "unit-victims", {"unit-low": 10, "unit-high": 1000}
+    )
+    try:
+        spec = {
+            "schedulingPolicy": {"gang": {"minCount": 2}},
+            "disruptionMode": {"all": {}},
+            "priorityClassName": "unit-low",
+        }
+        _gang_of(cluster, ns, "pair", spec, 2, "3")
+        _pair_bound_one_a_node(cluster, ns, "pair", sched, "")
+        cluster.create_pod(ns, pod_manifest("urgent", cpu="2", priority_class="unit-high"))
+        node = wait_for(
+            lambda: _node(cluster, ns, "urgent"), timeout=90,
+            what=f"urgent bound after the preemption\n{sched.tail()}",
+        )  # fmt: skip
+        wait_for(
+            lambda: all(cluster.get_pod(ns, f"pair-{i}") is None for i in range(2)),
+            timeout=60,
+            what=f"both members deleted\n{sched.tail()}",
+        )
+        preempted = [e for e in cluster.events(ns) if e.get("reason") == "Preempted"]
+        assert {e["regarding"]["name"] for e in preempted} == {"pair-0", "pair-1"}
+        assert all(e["note"].startswith("Preempted by pod ") for e in preempted)
+        # one decision, for one candidate node, named in both events (the member on the
+        # other node included); the preemptor binds where room appears first, which may
+        # be that other node when its member leaves first
+        assert len({e["note"] for e in preempted}) == 1
+        assert preempted[0]["note"].rsplit(" ", 1)[-1] in ("kwok-node-0", "kwok-node-1")
+        assert node in ("kwok-node-0", "kwok-node-1")
     finally:
         sched.stop()
