@@ -106,11 +106,11 @@ class Snapshot:
         """Count `pod` (its node_name set to `node_name`) on that node."""
         view = self._mutable(node_name)
         view.add_pod(pod if pod.node_name == node_name else _on_node(pod, node_name))
-        self._set(node_name, view)
+        self._set(node_name, view, owned=True)
 
     def remove_pod(self, pod: PodInfo, node_name: str) -> None:
         view = self._mutable(node_name)
-        self._set(node_name, view.clone_without((pod.uid,)))
+        self._set(node_name, view.clone_without((pod.uid,)), owned=True)
 
     def _mutable(self, node_name: str) -> NodeView:
         view = self.get(node_name)
@@ -128,7 +128,9 @@ class Snapshot:
         order, so victims' ties and the search see the same node again)."""
         saved, self._before_mutations = self._before_mutations, {}
         for name, view in saved.items():
-            self._set(name, view)
+            # the saved view left self.views when it was first replaced: no one else
+            # holds it to change it
+            self._set(name, view, owned=True)
 
     # ------------------------------------------------------------ writes (by the cache)
     def _index_terms(self, slot: int, pods: Iterable[PodInfo], delta: int) -> None:
@@ -161,8 +163,9 @@ class Snapshot:
         slots = [index[n] for n in names if n in index]
         self._node_order = np.asarray(slots, dtype=np.int64)
 
-    def _set(self, name: str, view: NodeView) -> bool:
-        """Copy `view` in; True when the node is new to the snapshot."""
+    def _set(self, name: str, view: NodeView, *, owned: bool = False) -> bool:
+        """Copy `view` in (take it as it is when `owned`: a fresh view no one else
+        holds, as a simulation's); True when the node is new to the snapshot."""
         table = self.table
         new_node = name not in table.index
         if new_node:
@@ -171,7 +174,7 @@ class Snapshot:
         while len(self.views) < table.size:
             self.views.append(None)
         old = self.views[slot]
-        new = view.clone()
+        new = view if owned else view.clone()
         self.views[slot] = new
         # every index moves only for the pod records that changed (a PodInfo is immutable,
         # so the same object is the same pod record): a cycle after one bind touches one pod
