@@ -428,6 +428,7 @@ class GroupAlgorithm:
             passes_filter=passes,
             reserve=reserve,
             unreserve=self._unreserve,
+            extended=runner.extended,
         )
         return preempt_for_group(
             members,

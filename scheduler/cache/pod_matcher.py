@@ -14,6 +14,9 @@ snapshot answers it, and it alone owns the structures that make the answer cheap
   their own, as a StatefulSet's pod-name), the groups merged on the keys the query's
   selectors read; a few kept (MAX_PROJECTIONS, least recently used dropped) and moved
   with every pod change;
+- groups left with no pod stay (in the index too) until there are more of them than
+  twice the groups with pods, so a pod removed and added back in a simulation finds its
+  group; a query admits an empty group at no more than its memo's cost;
 - the memo: a query's answer for a group depends only on the group's namespace, labels
   and terminating state, so it is kept on the group under the query's token. Tokens are
   given by the query's value (equal queries share answers, whichever plugin or cycle
@@ -50,6 +53,11 @@ QUERIES_KEPT = 256
 MEMO_PER_GROUP = 16
 # memos kept for content no live group has, beyond twice the live groups' own
 MEMO_SLACK = 1024
+# groups kept with no pod, beyond twice the others: a pod with a label of its own is a
+# group of its own, and a preemption's dry run takes tens of thousands of them off their
+# nodes and puts them back; dropping and rebuilding each group (its index entries, its
+# memo lookup) was most of that write's cost
+EMPTY_SLACK = 1024
 
 # a group's key: namespace, labels, terminating
 GroupKey = tuple[str, frozenset[tuple[str, str]], bool]
@@ -96,6 +104,9 @@ class PodMatcher:
         # content (a GroupKey, or a projection's keys and a projected key) -> its memo
         self._memos: dict[Hashable, Memo] = {}
         self._memo_limit = MEMO_SLACK
+        # the keys of the groups with no pod left (see EMPTY_SLACK)
+        self._emptied: dict[GroupKey, None] = {}
+        self._empty_limit = EMPTY_SLACK
 
     # ------------------------------------------------------------ reads
     def matching(self, query: PodQuery) -> tuple[IntArray, IntArray]:
@@ -156,8 +167,8 @@ class PodMatcher:
         return candidates.values()
 
     def groups(self) -> Collection[PodGroup]:
-        """Every group, unprojected."""
-        return self._groups.values()
+        """Every group with pods, unprojected."""
+        return [g for g in self._groups.values() if g.slots]
 
     @property
     def projections_kept(self) -> int:
@@ -166,36 +177,55 @@ class PodMatcher:
     # ------------------------------------------------------------ writes (by the snapshot)
     def count(self, slot: int, pods: Iterable[PodInfo], delta: int) -> None:
         """`delta` of each of `pods` came to (or, negative, left) `slot`."""
-        groups = self._groups
+        # alike pods (a node's replicas, a preemption's victims put back) are counted
+        # once with their number: each group and projection is touched once per call
+        tally: dict[GroupKey, tuple[PodInfo, int]] = {}
         for pod in pods:
             terminating = pod.deletion_timestamp is not None
             key = (pod.namespace, frozenset(pod.labels.items()), terminating)
+            seen = tally.get(key)
+            tally[key] = (pod, delta if seen is None else seen[1] + delta)
+        groups = self._groups
+        for key, (pod, change) in tally.items():
+            terminating = key[2]
             group = groups.get(key)
             if group is None:
-                if delta < 0:
+                if change < 0:
                     continue
                 group = PodGroup(pod.namespace, pod.labels, terminating, self._memo_for(key))
                 groups[key] = group
                 for k, v in pod.labels.items():
                     self._index.setdefault(k, {}).setdefault(v, {})[key] = group
+            elif not group.slots:
+                if change < 0:
+                    continue
+                del self._emptied[key]
             for projection in self._projections.values():
-                projection.count(slot, pod.namespace, pod.labels, terminating, delta)
-            n = group.slots.get(slot, 0) + delta
+                projection.count(slot, pod.namespace, pod.labels, terminating, change)
+            n = group.slots.get(slot, 0) + change
             if n:
                 group.slots[slot] = n
                 continue
             group.slots.pop(slot, None)
-            if group.slots:
-                continue
-            del groups[key]
-            for k, v in pod.labels.items():
-                by_value = self._index[k]
+            if not group.slots:
+                self._emptied[key] = None
+        if len(self._emptied) > self._empty_limit:
+            self._drop_emptied()
+
+    def _drop_emptied(self) -> None:
+        groups, index = self._groups, self._index
+        for key in self._emptied:
+            group = groups.pop(key)
+            for k, v in group.labels.items():
+                by_value = index[k]
                 keys = by_value[v]
                 keys.pop(key, None)
                 if not keys:
                     del by_value[v]
                     if not by_value:
-                        del self._index[k]
+                        del index[k]
+        self._emptied = {}
+        self._empty_limit = 2 * len(groups) + EMPTY_SLACK
 
     # ------------------------------------------------------------ internals
     def _token(self, query: PodQuery) -> int:
@@ -222,7 +252,7 @@ class PodMatcher:
     def _drop_dead_memos(self) -> None:
         """Keep only the memos of live groups (amortised: the limit then doubles the
         live count, so this runs once per that many new contents)."""
-        kept: dict[Hashable, Memo] = {key: g.memo for key, g in self._groups.items()}
+        kept: dict[Hashable, Memo] = {key: g.memo for key, g in self._groups.items() if g.slots}
         for keys, projection in self._projections.items():
             for pkey, g in projection.groups.items():
                 kept[(keys, pkey)] = g.memo

@@ -109,15 +109,31 @@ class Snapshot:
         self._set(node_name, view, owned=True)
 
     def remove_pod(self, pod: PodInfo, node_name: str) -> None:
-        view = self._mutable(node_name)
+        view = self._current(node_name)
         self._set(node_name, view.clone_without((pod.uid,)), owned=True)
 
-    def _mutable(self, node_name: str) -> NodeView:
+    def add_pods(self, pods: Iterable[PodInfo], node_name: str) -> None:
+        """add_pod of each, with one write of the node (its indexes moved once)."""
+        view = self._mutable(node_name)
+        for pod in pods:
+            view.add_pod(pod if pod.node_name == node_name else _on_node(pod, node_name))
+        self._set(node_name, view, owned=True)
+
+    def remove_pods(self, pods: Iterable[PodInfo], node_name: str) -> None:
+        """remove_pod of each, with one write of the node."""
+        view = self._current(node_name)
+        self._set(node_name, view.clone_without({p.uid for p in pods}), owned=True)
+
+    def _current(self, node_name: str) -> NodeView:
+        """The node's view, kept for restore_mutations if it is the cache's."""
         view = self.get(node_name)
         if view is None:
             raise KeyError(f"node {node_name} is not in the snapshot")
         self._before_mutations.setdefault(node_name, view)
-        return view.clone()
+        return view
+
+    def _mutable(self, node_name: str) -> NodeView:
+        return self._current(node_name).clone()
 
     @property
     def mutated(self) -> bool:

@@ -142,6 +142,11 @@ class FilterRunner:
         """upstream RunPreFilterExtensionRemovePod: `removed` no longer counts on `view`."""
         return self._run_extensions(False, state, pod, removed, view)
 
+    def extended(self, state: CycleState) -> bool:
+        """A PreFilter extension runs in this cycle: pods added or removed on other
+        nodes may change its Filter verdicts."""
+        return bool(active(self.extensions, state))
+
     def _run_extensions(
         self, adding: bool, state: CycleState, pod: PodInfo, other: PodInfo, view: NodeView
     ) -> Status:

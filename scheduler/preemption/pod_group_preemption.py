@@ -18,7 +18,8 @@ For a group that did not fit, over the whole cluster (upstream's "cluster" domai
    pods, then earliest start; Go's sort.Slice, go_sort.py), PDB-violating ones first, is
    tried back: its pods return (PreFilter AddPod for every placed member), and if every
    member still passes Filter on its node (members placed so far counted, Reserve run)
-   the unit is spared, else it is removed again and stays a victim.
+   the unit is spared, else it is removed again and stays a victim. A unit that cannot
+   change any member's verdict is spared without the check (see `reprieve`).
 """
 
 from __future__ import annotations
@@ -168,6 +169,14 @@ def units_of(
     return units
 
 
+def _by_node(units: Iterable[VictimUnit]) -> dict[str, list[PodInfo]]:
+    out: dict[str, list[PodInfo]] = {}
+    for unit in units:
+        for pod in unit.pods:
+            out.setdefault(pod.node_name, []).append(pod)
+    return out
+
+
 def _terminating_by_preemption(pod: PodInfo) -> bool:
     if pod.deletion_timestamp is None:
         return False
@@ -209,7 +218,9 @@ def split_units_by_pdb(
 class Simulation:
     """What the decision needs of the cycle, as callables: the algorithm run again on
     the snapshot (its assignments and verdict), the profile's PreFilter extensions and
-    Filter with nominated pods, and Reserve/Unreserve."""
+    Filter with nominated pods, and Reserve/Unreserve. `extended(state)`: a PreFilter
+    extension is active in that member's cycle state, so a pod added or removed on any
+    node may change the member's Filter verdict."""
 
     def __init__(
         self,
@@ -220,8 +231,10 @@ class Simulation:
         passes_filter: Callable[[CycleState, PodInfo, str], bool],
         reserve: Callable[[CycleState, PodInfo, str], None],
         unreserve: Callable[[CycleState, PodInfo, str], None],
+        extended: Callable[[CycleState], bool] = lambda state: True,
     ) -> None:
         self.run_algorithm = run_algorithm
+        self.extended = extended
         self.add_pod = add_pod
         self.remove_pod = remove_pod
         self.passes_filter = passes_filter
@@ -264,9 +277,8 @@ def preempt_for_group(
     ]
     if not potential:
         return GroupPreemption(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
-    for unit in potential:
-        for pod in unit.pods:
-            snapshot.remove_pod(pod, pod.node_name)
+    for node, pods in _by_node(potential).items():
+        snapshot.remove_pods(pods, node)
     assignments, code, message = sim.run_algorithm()
     if code != Code.SUCCESS:
         return GroupPreemption(code, message)
@@ -277,6 +289,21 @@ def preempt_for_group(
     # reprieve adds every member back for each unit tried, and a PodInfo copy per add
     # was most of the decision's time with thousands of units
     on_node = [dataclasses.replace(a.pod, node_name=a.node) for a in placed]
+    # A unit none of whose pods is on a member's node, while no member's cycle state has
+    # an active PreFilter extension, cannot change any member's Filter verdict (a
+    # member's Filter reads only its own node and its own cycle state), and no other
+    # unit's reprieve can change whether it is spared. Every reprieve starts from a
+    # state in which all members pass (the algorithm's run, then each reprieve kept or
+    # undone), so upstream's check spares each such unit whenever it is tried: they go
+    # back at once, one write per node, and only the others are tried in order. With
+    # 50000 one-pod units and a handful of members' nodes this is nearly every unit.
+    member_nodes = {a.node for a in placed}
+    spared: set[int] = set()
+    if not any(sim.extended(a.state) for a in placed):
+        detached = [u for u in potential if all(p.node_name not in member_nodes for p in u.pods)]
+        spared = {id(u) for u in detached}
+        for node, pods in _by_node(detached).items():
+            snapshot.add_pods(pods, node)
 
     def reprieve(unit: VictimUnit) -> bool:
         for pod in unit.pods:
@@ -305,11 +332,11 @@ def preempt_for_group(
     chosen: list[VictimUnit] = []
     violations = 0
     for unit, n in violating:
-        if not reprieve(unit):
+        if id(unit) not in spared and not reprieve(unit):
             chosen.append(unit)
             violations += n
     for unit in rest:
-        if not reprieve(unit):
+        if id(unit) not in spared and not reprieve(unit):
             chosen.append(unit)
     go_sort.sort_slice(chosen, more_important)
     victims = [p for u in chosen for p in u.pods]

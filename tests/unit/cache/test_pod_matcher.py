@@ -225,8 +225,10 @@ def test_what_is_learnt_on_a_projection_outlives_the_projection(
 
 
 def test_memos_of_dead_groups_are_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Churn of pods with labels of their own leaves no memo behind beyond a bound."""
+    """Churn of pods with labels of their own leaves no memo and no empty group behind
+    beyond a bound."""
     monkeypatch.setattr(pod_matcher_module, "MEMO_SLACK", 16)
+    monkeypatch.setattr(pod_matcher_module, "EMPTY_SLACK", 8)
     cache = Cache()
     cache.add_node(make_node("n0").obj())
     snap = cache.new_snapshot()
@@ -239,3 +241,34 @@ def test_memos_of_dead_groups_are_dropped(monkeypatch: pytest.MonkeyPatch) -> No
         cache.remove_pod(p)
         cache.update_snapshot(snap)
     assert len(snap.pod_matcher._memos) <= 2 * 1 + 16 + 1
+    assert len(snap.pod_matcher._groups) <= 8 + 1
+
+
+def test_pods_taken_off_and_put_back_keep_their_groups_and_answers() -> None:
+    """A dry run's removal and return of pods with labels of their own (a preemption's
+    victims) finds each pod's group again instead of rebuilding it, and the answers
+    stay a plain count at every step."""
+    cache = Cache()
+    for n in range(3):
+        cache.add_node(make_node(f"n{n}").obj())
+    pods = [
+        make_pod(f"p{i}").uid(f"p{i}").labels(app="web", id=f"p{i}").node(f"n{i % 3}").obj()
+        for i in range(30)
+    ]
+    for p in pods:
+        cache.add_pod(p)
+    snap = cache.new_snapshot()
+    cache.update_snapshot(snap)
+    matcher = snap.pod_matcher
+    query = PodQuery((_sel(_in("app", "web")),), frozenset(("default",)), True)
+    before = {id(g) for g in matcher.groups()}
+    infos = [v for view in snap.node_views() for v in view.pods.values()]
+    for n in range(3):
+        snap.remove_pods([p for p in infos if p.node_name == f"n{n}"], f"n{n}")
+    assert _answer(matcher, snap, query) == {}
+    assert matcher.groups() == []
+    snap.add_pods([p for p in infos if p.node_name == "n1"], "n1")
+    assert _answer(matcher, snap, query) == {"n1": 10}
+    snap.restore_mutations()
+    assert _answer(matcher, snap, query) == _plain(iter(infos), query)
+    assert {id(g) for g in matcher.groups()} == before
