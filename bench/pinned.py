@@ -51,15 +51,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import psutil
 
 from bench import pinned_workloads as pw
-from bench import pinning, stats
+from bench import pinning, scrape, stats
 from bench.api import Api, ApiError
 from bench.procs import Monitor, command_for
 from bench.runner import Recorder, _setup, create_pods, host_load
 from bench.workloads import NAMESPACE, ROLE_LABEL, warmup_pod
 from kas_dev.cluster.local import LocalCluster
+from kas_dev.cluster.ports import free_port
 
 Progress = Callable[[str, bool], None]
 PODGROUPS = f"/apis/scheduling.k8s.io/v1beta1/namespaces/{NAMESPACE}/podgroups"
@@ -67,6 +69,9 @@ CONCURRENCY = 64
 # the contender's CPU is sampled this often (psutil reads /proc/PID/stat: cheap, and it
 # runs on the control-plane core, not the contender's)
 CPU_SAMPLE_S = 0.02
+# how long a gang run's last pod-group attempt may take to be observed after its members
+# were seen bound (_pod_group_attempts)
+SETTLE_S = 10.0
 
 
 @dataclass
@@ -339,6 +344,9 @@ class Session:
                 phases["backlog_s"] = round(time.monotonic() - t, 1)
             result["control_plane_affinity"] = self.narrow()
             assert self.cluster.state is not None
+            # a gang run's schedulers serve /metrics (bench/scrape.py); every other run
+            # starts them exactly as before
+            metrics_port = free_port() if w.gangs and contender != "ceiling" else None
             argv = command_for(
                 contender,
                 run_dir=self.base,
@@ -350,6 +358,7 @@ class Session:
                 feature_gates=(
                     self.cluster.feature_gate_args() if self.opts.generic_workload else []
                 ),
+                metrics_port=metrics_port,
             )
             result["argv"] = argv
             env = {"GOMAXPROCS": str(self.plan.gomaxprocs)} if contender == "upstream" else {}
@@ -406,6 +415,11 @@ class Session:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(rec.changed.wait(), 0.25)
             phases["run_s"] = round(time.monotonic() - t0, 1)
+            if metrics_port is not None and monitor.alive():
+                # after the last measured bind (the process started at zero)
+                result["pod_group_attempts"] = await _pod_group_attempts(
+                    metrics_port, len(groups), self.base / f"{contender}-{w.name}-metrics.txt"
+                )
             if monitor.proc is not None and monitor.alive():
                 affinity = pinning.affinity_of(monitor.proc.pid) or affinity
             stop_churn.set()
@@ -566,6 +580,33 @@ def _figures(
         "cpu_samples": len(monitor.series),
     }
     return out
+
+
+async def _pod_group_attempts(port: int, groups: int, keep: Path) -> dict[str, Any]:
+    """The run's pod-group attempt figures from the contender's /metrics, or why not
+    (a failed scrape costs the figure, not the run); the text is kept at `keep` (with the
+    run's logs: removed unless --keep).
+
+    The last group's members can be seen bound before its cycle observes the attempt:
+    kube-scheduler starts the binding goroutines, then PATCHes the PodGroup's condition,
+    then observes (schedule_one_podgroup.go:860, 920, 924-935). So /metrics is read again, every
+    0.25 s for at most SETTLE_S, until every PodGroup of the run has a scheduled attempt
+    (all are bound by then); the process is idle meanwhile, after the window."""
+    t0 = time.monotonic()
+    scrapes = 0
+    try:
+        while True:
+            text = await scrape.fetch(port)
+            scrapes += 1
+            figures = scrape.attempt_figures(text)
+            if figures["scheduled"]["attempts"] >= groups or time.monotonic() - t0 > SETTLE_S:
+                break
+            await asyncio.sleep(0.25)
+    except (aiohttp.ClientError, OSError, TimeoutError, RuntimeError, ValueError) as exc:
+        return {"error": f"{type(exc).__name__}: {exc}", "scrapes": scrapes}
+    with contextlib.suppress(OSError):
+        await asyncio.to_thread(keep.write_text, text)
+    return {**figures, "scrapes": scrapes, "settle_s": round(time.monotonic() - t0, 2)}
 
 
 async def _retrying(call: Callable[[], Any], attempts: int = 5) -> Any:
@@ -752,6 +793,13 @@ async def run_suite(
                     figs = f"; {tp:.0f} pods/s"
                 if cpu:
                     figs += f", {cpu:.2f} CPU ms/pod"
+                pga = r.get("pod_group_attempts") or {}
+                pg = pga.get("scheduled") or {}
+                if pg.get("mean_ms") is not None:
+                    figs += (f"; pod-group attempt {pg['mean_ms']:.2f} ms mean over "
+                             f"{pg['attempts']} scheduled")  # fmt: skip
+                elif pga.get("error"):
+                    figs += f"; no pod-group figures: {pga['error']}"
                 progress(f"{label}: {status}{figs}", True)
         finally:
             await session.stop()

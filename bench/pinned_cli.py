@@ -178,6 +178,12 @@ def run(args: argparse.Namespace, machine: dict[str, Any], versions_of: Any) -> 
         return 130
     save()
     print(f"bench: {len(doc['runs'])} runs in {doc['elapsed_s']:.0f}s; results in {out}")
+    from bench import pinned_report
+
+    # the gang runs' pod-group attempt figures, side by side (docs/benchmarks.md has
+    # them too, under each size's table)
+    for line in pinned_report.pod_group_tables(doc):
+        print(line)
     if not args.no_docs:
         from bench import report
 

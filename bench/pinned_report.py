@@ -28,7 +28,14 @@ METRICS: dict[str, tuple[str, ...]] = {
     "startup_s": ("measured", "startup_s"),
     "bound": ("measured", "bound"),
     "created": ("measured", "created"),
+    # gang runs only (bench/scrape.py): the mean pod-group attempt duration, over
+    # result=scheduled (upstream's CI ceiling) and over every result, and the attempts
+    "pg_scheduled_ms": ("pod_group_attempts", "scheduled", "mean_ms"),
+    "pg_scheduled_attempts": ("pod_group_attempts", "scheduled", "attempts"),
+    "pg_all_ms": ("pod_group_attempts", "all", "mean_ms"),
+    "pg_attempts": ("pod_group_attempts", "all", "attempts"),
 }
+PG_METRICS = ("pg_scheduled_ms", "pg_scheduled_attempts", "pg_all_ms", "pg_attempts")
 
 
 def _get(d: Any, path: Sequence[str]) -> Any:
@@ -153,6 +160,48 @@ def _pair(by: dict[str, dict[str, Any]], metric: str, digits: int, scale: float 
     return f"{_num(u, digits)} / {_num(o, digits)} ({'-' if r is None else f'{r:.2f}x'})"
 
 
+def pod_group_table(table: dict[Key, dict[str, dict[str, Any]]], size: int) -> list[str]:
+    """The gang runs' pod-group attempt figures at one size, both schedulers side by
+    side; no lines when no run of that size has them (every non-gang workload)."""
+    have = [
+        (workload, shape, by)
+        for (sz, workload, shape), by in table.items()
+        if sz == size and any(row.get(m) is not None for row in by.values() for m in PG_METRICS)
+    ]
+    if not have:
+        return []
+    lines = [
+        f"Pod-group scheduling attempts at {size} nodes: the mean of "
+        "`scheduler_podgroup_scheduling_attempt_duration_seconds` (sum over count, from the "
+        "contender's start to the last measured bind) over result=scheduled, the label set "
+        "of upstream's CI ceiling (8/10/12 ms for 1000/2000/3000 gangs of 3 at 5000 nodes, set "
+        "before v1.37.2: bench/scrape.py), and over every result; and the attempts. "
+        "Each cell: upstream / ours-async (ours / upstream).",
+        "",
+        "| workload | shape | mean ms, scheduled | attempts, scheduled | mean ms, all results "
+        "| attempts, all results |",
+        "|---|---|---|---|---|---|",
+    ]
+    for workload, shape, by in have:
+        lines.append(
+            f"| {workload} | {shape} | {_pair(by, 'pg_scheduled_ms', 2)} | "
+            f"{_pair(by, 'pg_scheduled_attempts', 0)} | {_pair(by, 'pg_all_ms', 2)} | "
+            f"{_pair(by, 'pg_attempts', 0)} |"
+        )
+    return lines
+
+
+def pod_group_tables(doc: dict[str, Any]) -> list[str]:
+    """`pod_group_table` for every size of a result file (what the suite prints at its
+    end)."""
+    table = rows(doc)
+    out: list[str] = []
+    for size in sorted({k[0] for k in table}):
+        lines = pod_group_table(table, size)
+        out += ["", *lines] if lines else []
+    return out
+
+
 def render(doc: dict[str, Any], source: str, images: Sequence[str] = ()) -> str:
     m, v, o = doc.get("machine", {}), doc.get("versions", {}), doc.get("options", {})
     pin = doc.get("pinning", {})
@@ -256,6 +305,8 @@ def render(doc: dict[str, Any], source: str, images: Sequence[str] = ()) -> str:
                 f"{_num(up.get('also_bound'), 0)} · {_num(ours.get('also_bound'), 0)}), CPU ms "
                 f"per bound pod is {_pair(by, 'cpu_ms_per_any_bound_pod', 2)}.",
             ]
+        pod_groups = pod_group_table(table, size)
+        lines += ["", *pod_groups] if pod_groups else []
     errors = [(k, c, e) for k, by in table.items() for c, row in by.items() for e in row["errors"]]
     held = not_held(doc)
     if held:

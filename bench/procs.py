@@ -29,6 +29,8 @@ SCHEDULERS = ("upstream", "ours-async", "ours-sync", "ceiling")
 # `python -m scheduler` of this checkout (PYTHONPATH=ROOT below), run by the interpreter
 # running the harness: a worktree without a venv of its own benchmarks its own code
 OURS_CLI = (sys.executable, "-m", "scheduler")
+# both schedulers' default always-allowed paths, and /metrics (command_for's metrics_port)
+OPEN_PATHS = "/healthz,/readyz,/livez,/metrics"
 
 
 def scheduler_config(contender: str, kubeconfig: Path, qps: float, burst: int) -> dict[str, Any]:
@@ -103,9 +105,22 @@ def command_for(
     burst: int,
     concurrency: int,
     feature_gates: list[str] | None = None,
+    metrics_port: int | None = None,
 ) -> list[str]:
     """The contender's command line; `feature_gates` (`--feature-gates=...` arguments)
-    go to both schedulers, never to the ceiling."""
+    go to both schedulers, never to the ceiling. With `metrics_port`, both schedulers
+    serve HTTPS on that port of 127.0.0.1 with /metrics open to a caller without
+    credentials (bench/scrape.py reads it); without it upstream serves nothing, as
+    before, and ours any free port with /metrics behind its delegated authorization.
+
+    kube-scheduler v1.37.2 given no --authentication-kubeconfig and run outside a Pod
+    has no delegation client (k8s.io/apiserver@v0.37.2 pkg/server/options/
+    authentication.go:462-479, authorization.go:220-237): anonymous requests are
+    authenticated (authentication.go:337), no client-CA or front-proxy ConfigMap is
+    looked up (:366-368, :390-392), no TokenReview or SubjectAccessReview is ever sent
+    (authorization.go:198-199), and the always-allowed paths admit anyone
+    (:187-196). Serving adds one idle listener and an in-memory self-signed certificate
+    made at start-up, outside every window; no request to the API server."""
     gates = list(feature_gates or [])
     if contender == "ceiling":
         return [
@@ -121,9 +136,13 @@ def command_for(
     cfg = run_dir / f"{contender}-config.yaml"
     cfg.write_text(yaml.safe_dump(scheduler_config(contender, kubeconfig, qps, burst)))
     if contender == "upstream":
-        return [
-            str(bin_dir / "kube-scheduler"), f"--config={cfg}", "--secure-port=0", "-v=1", *gates
-        ]  # fmt: skip
+        serving = (
+            [f"--secure-port={metrics_port}", "--bind-address=127.0.0.1",
+             f"--authorization-always-allow-paths={OPEN_PATHS}"]
+            if metrics_port
+            else ["--secure-port=0"]
+        )  # fmt: skip
+        return [str(bin_dir / "kube-scheduler"), f"--config={cfg}", *serving, "-v=1", *gates]
     if contender in ("ours-async", "ours-sync"):
         # KAS_BENCH_PYINSTRUMENT=<file>: run ours under pyinstrument's sampling profiler
         # (the text report is written when the harness stops it with SIGTERM), to see
@@ -139,9 +158,10 @@ def command_for(
             "--kubeconfig",
             str(kubeconfig),
             "--secure-port",
-            "0",
+            str(metrics_port or 0),
             "--bind-address",
             "127.0.0.1",
+            *(["--authorization-always-allow-paths", OPEN_PATHS] if metrics_port else []),
             *gates,
         ]
     raise ValueError(f"unknown scheduler {contender!r} (known: {', '.join(SCHEDULERS)})")

@@ -471,3 +471,36 @@ def test_gang_workloads_run_only_when_named_and_hold_whole_groups() -> None:
     ]
     with pytest.raises(ValueError, match="whole groups"):
         pw.PinnedWorkload("G", 10, "plain", 0, "gang", 10, group_size=3)
+
+
+def test_pod_group_attempts_show_side_by_side_under_the_table_of_gang_runs_only() -> None:
+    runs = [
+        _run(500, "SchedulingBasic", "drain", "upstream", 2.0),
+        _run(500, "SchedulingBasic", "drain", "ours-async", 1.0),
+        _run(500, "GangScheduling", "drain", "upstream", 4.0),
+        _run(500, "GangScheduling", "drain", "ours-async", 1.0),
+    ]
+    for run, (sched, every) in zip(runs[2:], [((100, 4.0), (100, 4.0)), ((100, 1.0), (103, 2.0))],
+                                   strict=True):  # fmt: skip
+        run["pod_group_attempts"] = {
+            "scheduled": {"attempts": sched[0], "mean_ms": sched[1]},
+            "all": {"attempts": every[0], "mean_ms": every[1]},
+        }
+    doc = _doc(runs)
+    by = pinned_report.rows(doc)[(500, "GangScheduling", "drain")]
+    assert pinned_report.ratios(by)["pg_scheduled_ms"] == pytest.approx(0.25)
+    text = pinned_report.render(doc, "x.json")
+    line = next(x for x in text.splitlines() if x.startswith("| GangScheduling | drain | 4.00"))
+    assert line == (
+        "| GangScheduling | drain | 4.00 / 1.00 (0.25x) | 100 / 100 (1.00x) | "
+        "4.00 / 2.00 (0.50x) | 100 / 103 (1.03x) |"
+    )
+    assert text.count("| mean ms, scheduled |") == 1  # one pod-group table, for the gangs
+    main = next(x for x in text.splitlines() if x.startswith("| workload | shape | pods bound"))
+    assert "pod-group" not in main and "attempt" not in main  # no empty columns elsewhere
+    assert pinned_report.pod_group_tables(doc)[1:] == pinned_report.pod_group_table(
+        pinned_report.rows(doc), 500
+    )
+    # a matrix without gangs prints nothing more
+    assert pinned_report.pod_group_tables(_doc(runs[:2])) == []
+    assert "mean ms, scheduled" not in pinned_report.render(_doc(runs[:2]), "x.json")
