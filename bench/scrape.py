@@ -40,10 +40,10 @@ is scraped while it schedules.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
 
 ATTEMPT_METRIC = "scheduler_podgroup_scheduling_attempt_duration_seconds"
 ALGORITHM_METRIC = "scheduler_podgroup_scheduling_algorithm_duration_seconds"
@@ -55,35 +55,21 @@ Labels = tuple[tuple[str, str], ...]
 Totals = dict[Labels, tuple[float, float]]
 """Series -> (sum, count) of one histogram."""
 
-_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+-?\d+)?\s*$")
-_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
-_ESCAPES = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
-
-
-def _labels(text: str) -> Labels:
-    found = []
-    for m in _LABEL.finditer(text):
-        value = re.sub(r'\\[\\"n]', lambda e: _ESCAPES[e.group(0)], m.group(2))
-        found.append((m.group(1), value))
-    return tuple(sorted(found))
-
-
 def histograms(text: str, name: str) -> Totals:
     """The `_sum` and `_count` of every series of histogram `name` in a Prometheus text
-    exposition (what kube-scheduler's and our /metrics serve)."""
+    exposition (what kube-scheduler's and our /metrics serve), read by the Prometheus
+    client's own parser."""
     sums: dict[Labels, float] = {}
     counts: dict[Labels, float] = {}
-    for line in text.splitlines():
-        if not line.startswith(name):
-            continue
-        m = _SAMPLE.match(line)
-        if m is None:
-            continue
-        sample, labels, value = m.group(1), _labels(m.group(2) or ""), float(m.group(3))
-        if sample == f"{name}_sum":
-            sums[labels] = value
-        elif sample == f"{name}_count":
-            counts[labels] = value
+    # samples are matched by their own names: without a TYPE line the parser makes
+    # `<name>_sum` a family of its own
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = tuple(sorted(sample.labels.items()))
+            if sample.name == f"{name}_sum":
+                sums[labels] = float(sample.value)
+            elif sample.name == f"{name}_count":
+                counts[labels] = float(sample.value)
     return {k: (sums.get(k, 0.0), counts[k]) for k in counts}
 
 
