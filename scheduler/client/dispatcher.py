@@ -420,17 +420,33 @@ class Dispatcher:
         *,
         uid: str | None = None,
         grace_period_seconds: int | None = None,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
         """DELETE the pod; `uid` makes it a precondition (a same-name successor is not
         deleted, 409). None grace means the pod's own terminationGracePeriodSeconds.
-        Raises NotFound when the pod is already gone (the caller may count it done)."""
+        Raises NotFound when the pod is already gone (the caller may count it done).
+
+        `dry_run`: the API server runs the whole DELETE (preconditions, admission,
+        webhooks included) and stores nothing (`dryRun: [All]`). It goes in the
+        DeleteOptions body, which is what the server reads when a body is sent
+        (apiserver endpoints/handlers/delete.go DeleteResource decodes the query only
+        without a body), and in the query too, so the request line and the audit log's
+        requestURI say so. Counted, fenced and answered like any DELETE; having no
+        effect, it may be sent again after a transport failure (retries.may_retry)."""
         options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if uid is not None:
             options["preconditions"] = {"uid": uid}
         if grace_period_seconds is not None:
             options["gracePeriodSeconds"] = grace_period_seconds
+        query: Query | None = None
+        if dry_run:
+            options["dryRun"] = ["All"]
+            query = {"dryRun": "All"}
         path = f"/api/v1/namespaces/{namespace}/pods/{name}"
-        response = await self.call("delete", "pods", "DELETE", path, body=options, fenced=True)
+        response = await self.call(
+            "delete", "pods", "DELETE", path, query=query, body=options, fenced=True,
+            idempotent=dry_run,
+        )  # fmt: skip
         return response.body
 
     # ---- volumes (VolumeBinding's PreBind) ------------------------------------------

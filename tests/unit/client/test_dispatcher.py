@@ -73,6 +73,7 @@ class FakeConnection:
     def __init__(self, *answers: Response | Exception) -> None:
         self.answers: deque[Response | Exception] = deque(answers)
         self.calls: list[dict[str, Any]] = []
+        self.queries: list[Any] = []
         self.timeouts: list[float | None] = []
 
     async def request_raw(
@@ -89,6 +90,7 @@ class FakeConnection:
         self.calls.append(
             {"method": method, "path": path, "body": body, "content_type": content_type}
         )
+        self.queries.append(query)
         self.timeouts.append(request_timeout)
         answer = self.answers.popleft()
         if isinstance(answer, Exception):
@@ -293,6 +295,28 @@ async def test_delete_carries_the_uid_precondition_and_grace() -> None:
         "gracePeriodSeconds": 0,
     }
     assert conn.calls[1]["body"] == {"apiVersion": "v1", "kind": "DeleteOptions"}
+
+
+async def test_a_dry_run_delete_says_so_in_its_options_and_is_fenced_and_counted() -> None:
+    d, conn, _, seen = make(ok())
+    asked: list[str] = []
+    d.fence = lambda op: asked.append(op) is None
+    await d.delete_pod("ns", "p", uid="u1", dry_run=True)
+    assert conn.calls[0]["method"] == "DELETE"
+    assert conn.calls[0]["path"] == "/api/v1/namespaces/ns/pods/p"
+    assert conn.calls[0]["body"] == {
+        "apiVersion": "v1",
+        "kind": "DeleteOptions",
+        "preconditions": {"uid": "u1"},
+        "dryRun": ["All"],
+    }
+    assert conn.queries[0] == {"dryRun": "All"}
+    assert asked == ["delete pods"]
+    assert seen == [("delete", "pods", "200")]
+    d.fence = lambda op: False
+    with pytest.raises(LeaseNotHeld):
+        await d.delete_pod("ns", "p", uid="u1", dry_run=True)
+    assert len(conn.calls) == 1
 
 
 async def test_lease_writes_are_never_retried_by_the_dispatcher() -> None:

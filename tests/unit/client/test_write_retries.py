@@ -98,6 +98,25 @@ async def test_a_write_cut_off_mid_answer_is_not_sent_again(server: ScriptedServ
         await d.connection.close()
 
 
+async def test_a_dry_run_delete_cut_off_mid_answer_is_sent_again(server: ScriptedServer) -> None:
+    # it changes nothing on the server, so an unknown outcome costs nothing to repeat;
+    # the request line and the body both say dryRun (the server reads the body's)
+    rec = Recorder()
+    d = dispatcher_for(server.port, rec)
+    server.answers = [[b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n{", "close"], [ok()]]
+    try:
+        await d.delete_pod("ns", "p", uid="u", dry_run=True)
+        assert len(server.requests) == 2
+        assert rec.failed == []
+        for request in server.requests:
+            target = request.split(b" ", 2)[1].decode()
+            assert parse_qs(urlsplit(target).query)["dryRun"] == ["All"]
+            assert b'"dryRun":["All"]' in request
+            assert b'"preconditions":{"uid":"u"}' in request
+    finally:
+        await d.connection.close()
+
+
 @pytest.mark.parametrize(
     ("answer", "code"),
     [
