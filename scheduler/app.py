@@ -51,7 +51,13 @@ from scheduler.group_status_writer import GroupStatusWriter
 from scheduler.leader import LeaderElectionSettings, LeaderElector, LeaseFence
 from scheduler.lister_informers import lister_informers, pdb_informer
 from scheduler.loop import SchedulingLoop
-from scheduler.metrics import LabelledChildren, PodGroupMetrics, PolicyMetrics, SchedulerMetrics
+from scheduler.metrics import (
+    LabelledChildren,
+    PodGroupMetrics,
+    PolicyMetrics,
+    SchedulerMetrics,
+    UnitEvictionMetrics,
+)
 from scheduler.model import (
     NodeInfo,
     PodInfo,
@@ -66,6 +72,7 @@ from scheduler.policy.runtime import PolicyRuntime
 from scheduler.preemption import ExecutorSettings, PreemptionExecutor
 from scheduler.preemption.default_preemption import PreemptionServices
 from scheduler.preemption.pod_group_executor import PodGroupPreemptions
+from scheduler.preemption.unit_evictions import UnitEvictions
 from scheduler.queue import SchedulingQueue
 from scheduler.server import DelegationOptions, HealthServer, ServingOptions
 from scheduler.serving.certs import ServingCert
@@ -216,6 +223,20 @@ class SchedulerApp:
         m = self.metrics
         self.frameworks: dict[str, Framework] = {}
         self.pdb_informer: Informer[PDBInfo] = pdb_informer(self.connection)
+        # GenericWorkload: an all-members PodGroup's victims are deleted together or not
+        # at all, by both executors (dry-run DELETEs first, a torn group's survivors retried)
+        self.unit_evictions: UnitEvictions | None = (
+            UnitEvictions(
+                self.dispatcher,
+                self.fence.open,
+                self.cache.gang,
+                self.cache.get_pod,
+                metrics=UnitEvictionMetrics(m.registry),
+                tasks=self.tasks.group("unit-retries"),
+            )
+            if self.features.generic_workload
+            else None
+        )
         self.executor = PreemptionExecutor(
             self.dispatcher,
             self.events,
@@ -229,6 +250,7 @@ class SchedulerApp:
             ),
             fence=self.fence.open,
             tasks=self.tasks.group("preemptions"),
+            units=self.unit_evictions,
         )
         self.policies: PolicyRuntime | None = None
         if self.options.preemption_policies:
@@ -243,6 +265,7 @@ class SchedulerApp:
                 # a group whose tasks keep failing backs off as its pods do
                 retry_initial=self.executor.settings.retry_initial,
                 retry_max=self.executor.settings.retry_max,
+                units=self.unit_evictions,
             )
             if self.features.generic_workload
             else None
@@ -589,6 +612,9 @@ class SchedulerApp:
         await self.executor.shutdown(SHUTDOWN_GRACE if not self._lost_lease else 0.0)
         if self.pod_group_preemptions is not None:
             self.pod_group_preemptions.close()
+        if self.unit_evictions is not None:
+            # a torn group's retries stop (counted as abandoned): the next leader decides
+            await self.unit_evictions.close()
         await self.status_writer.drain(SHUTDOWN_GRACE)
         await self.events.stop(2.0)
         if self.policies is not None:

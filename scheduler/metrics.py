@@ -37,6 +37,7 @@ __all__ = [
     "LabelledChildren",
     "PodGroupMetrics",
     "SchedulerMetrics",
+    "UnitEvictionMetrics",
     "exponential_buckets",
 ]
 
@@ -475,6 +476,37 @@ class PolicyMetrics:
         self.unsynced_refusals = Counter(
             "preemption_policies_unsynced_refusals_total",
             "Preemption attempts refused because the PreemptionPolicies were not in sync.",
+            namespace=ns,
+            registry=registry,
+        )
+
+
+class UnitEvictionMetrics:
+    """How the victims of all-members PodGroups are deleted together (beyond upstream;
+    scheduler.preemption.unit_evictions), registered with the GenericWorkload gate only
+    (the app builds them on its registry then; tests without a registry get unregistered
+    counters)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        ns = NAMESPACE
+        self.preflights = Counter(
+            "preemption_unit_preflights_total",
+            "Dry-run DELETEs of every member of an all-members PodGroup chosen as one victim "
+            "unit, sent before any write to its members, by result: 'passed' (every member "
+            "may be deleted: the unit is then deleted), 'refused' (a member's may not: no "
+            "member is touched and the preemption fails).",
+            ["result"],
+            namespace=ns,
+            registry=registry,
+        )
+        self.member_retries = Counter(
+            "preemption_unit_member_retries_total",
+            "Retries of a member of an all-members PodGroup whose DELETE failed after a "
+            "sibling was deleted, by outcome: 'deleted' (gone now), 'failed' (refused again: "
+            "retried later), 'gone' (the informer shows it gone or terminating: no call), "
+            "'abandoned' (the lease is not surely held, or shutdown: no more retries by "
+            "this process).",
+            ["result"],
             namespace=ns,
             registry=registry,
         )

@@ -11,7 +11,12 @@ One task per preemption (KEP-4832's "goroutine"), steps in the contract's order:
    (victims already terminating are left out, and are never the last, as upstream):
    a victim waiting at Permit is rejected in memory; any other gets the DisruptionTarget
    condition (only if not present) and a DELETE (uid precondition, default grace).
-   NotFound counts as success. Each preempted victim gets a Preempted event;
+   NotFound counts as success. Each preempted victim gets a Preempted event.
+   GenericWorkload: the members of an all-members PodGroup among the victims go
+   together or not at all (unit_evictions.py): each member's DELETE is dry-run first,
+   one refused and no victim is written to (the task fails); passed, every member is
+   preempted even after another victim failed, and a member that still fails once a
+   sibling went is retried in the background;
 4. if any of those failed, the last victim is left alone; otherwise it is recorded as
    this preemptor's last victim (the PreEnqueue gate watches it) and preempted;
 5. finish: the preemptor leaves "preempting", metrics get the real result and the real
@@ -70,6 +75,7 @@ from scheduler.model.pod import (
 )
 from scheduler.preemption.evaluator import Decision
 from scheduler.preemption.reactivation import Reactivations
+from scheduler.preemption.unit_evictions import Unit, UnitDeletion, UnitEvictions
 from scheduler.preemption.victim_evictions import (
     FENCED_PATCH,
     PodWriter,
@@ -151,6 +157,8 @@ class _Preemption:
     gated: bool
     handle: PreemptionHandle
     last_victim: PodInfo | None = None
+    # the all-members PodGroups among the victims (GenericWorkload): deleted together
+    units: tuple[Unit, ...] = ()
     # the preemptor's own status patch (step 2) is on its way: its bind must not overtake
     # it (a nominatedNodeName patch on a bound pod is a 422)
     status_pending: bool = True
@@ -174,8 +182,12 @@ class PreemptionExecutor:
         wall: Callable[[], dt.datetime] = _utcnow,
         fence: Callable[[str], bool] | None = None,
         tasks: TaskSet | None = None,
+        units: UnitEvictions | None = None,
     ) -> None:
         self._writer = writer
+        # GenericWorkload: victims that are an all-members PodGroup's members go together
+        # or not at all (unit_evictions.py); None: every victim for itself
+        self._units = units
         # leader-election fence (leader.LeaseFence.open): checked right before each
         # status patch and victim DELETE; closed, the call is not made (LeaseNotHeld,
         # handled as that call's failure: the task fails, the preemptor is requeued)
@@ -282,6 +294,9 @@ class PreemptionExecutor:
         self._reactivations.cancel(uid)
         gated = any(self.needs_call(v) for v in decision.victims)
         p = _Preemption(decision, message, gated, handle)
+        if self._units is not None:
+            # grouped by the cache's PodGroups now, as the decision just grouped them
+            p.units = self._units.units_of([v for v in decision.victims if not v.is_terminating])
         self._running[uid] = p
         task = self._tasks.spawn(self._background(p), name=f"preempt-{decision.preemptor.key}")
         p.task = task
@@ -422,6 +437,16 @@ class PreemptionExecutor:
         if not victims:
             return ok
 
+        # all-members PodGroups among them: every member's DELETE dry-run first; one
+        # refused, nothing is written to any victim (unit_evictions.py)
+        together: UnitDeletion | None = None
+        if p.units and self._units is not None:
+            together = await self._units.preflight(
+                p.units, p.handle.waiting_pods, p.errors, preemptor.key
+            )
+            if together is None:
+                return False
+
         # 3. all victims but the last, in parallel (bounded)
         *first, last = victims
         slots = asyncio.Semaphore(self.settings.max_parallel_victims)
@@ -430,21 +455,29 @@ class PreemptionExecutor:
         async def one(victim: PodInfo) -> bool:
             nonlocal failed
             async with slots:
-                if failed:  # as upstream's cancelled context: do not start more calls
+                # as upstream's cancelled context: do not start more calls, except for
+                # the members of a unit that passed its preflight (all of them go)
+                if failed and not (together is not None and together.holds(victim)):
                     return False
-                good = await self._preempt_victim(p, victim)
+                good = await self._preempt_victim(p, victim, p.errors)
+                if together is not None:
+                    together.record(victim, good)
                 if not good:
                     failed = True
                 return good
 
         results = await asyncio.gather(*(one(v) for v in first))
-        if not all(results):
-            # 4. leave the last victim alone
-            return False
-
-        # 4. record, then preempt, the last victim
-        p.last_victim = last
-        return await self._preempt_victim(p, last) and ok
+        good = all(results)
+        if good:
+            # 4. record, then preempt, the last victim
+            p.last_victim = last
+            good = await self._preempt_victim(p, last, p.errors)
+            if together is not None:
+                together.record(last, good)
+        # else 4. the last victim is left alone (but for a torn unit's repair)
+        if together is not None:
+            together.settle(lambda victim, errors: self._preempt_victim(p, victim, errors, True))
+        return good and ok
 
     def _preemptor_patch(self, p: _Preemption) -> dict[str, Any]:
         condition = {
@@ -457,8 +490,11 @@ class PreemptionExecutor:
             condition["message"] = p.message
         return {"status": {"conditions": [condition], "nominatedNodeName": p.decision.node}}
 
-    async def _preempt_victim(self, p: _Preemption, victim: PodInfo) -> bool:
-        """One victim, by the rules above. True when it is (being) gone."""
+    async def _preempt_victim(
+        self, p: _Preemption, victim: PodInfo, errors: list[str], quiet: bool = False
+    ) -> bool:
+        """One victim, by the rules above. True when it is (being) gone; a failure is
+        appended to `errors` (logged at debug level when `quiet`: a torn unit's retry)."""
         d = p.decision
         if victim.is_terminating:
             log.debug(
@@ -476,7 +512,7 @@ class PreemptionExecutor:
             )
             self._preempted_event(d, victim, in_memory=True)
             return True
-        good = await self._evictions.evict(victim, d.preemptor, d.node, p.errors)
+        good = await self._evictions.evict(victim, d.preemptor, d.node, errors, quiet=quiet)
         if good:
             self._preempted_event(d, victim, in_memory=False)
         return good

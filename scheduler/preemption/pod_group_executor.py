@@ -8,7 +8,10 @@ any other gets DisruptionTarget (`<scheduler>: preempting to accommodate a highe
 podgroup`) and a DELETE, through the evictions the single-pod executor shares (one call
 per victim across all preemptors). Each victim gets a Preempted event naming the
 PodGroup: `Preempted by podgroup <uid> on node cluster` (upstream's candidate for a group
-is the whole cluster, named "cluster").
+is the whole cluster, named "cluster"). The members of an all-members PodGroup among the
+victims go together or not at all, as in the single-pod executor (unit_evictions.py:
+dry-run DELETEs first, none refused, then all of them, a torn group repaired in the
+background).
 
 The members' own statuses (their nominations) are written by the cycle, as upstream's
 failure handler writes them. While the task runs, and after it until the cache shows
@@ -35,6 +38,7 @@ from scheduler.model.pod import PodInfo
 from scheduler.model.pod_group import PodGroupInfo
 from scheduler.preemption.executor import REJECTED_AT_PERMIT, EventSink, PreemptionHandle
 from scheduler.preemption.reactivation import Reactivations
+from scheduler.preemption.unit_evictions import Unit, UnitDeletion, UnitEvictions
 from scheduler.preemption.victim_evictions import VictimEvictions
 from scheduler.supervisor import TaskSet
 
@@ -55,6 +59,7 @@ class _GroupPreemption:
     members: tuple[PodInfo, ...]
     victims: tuple[PodInfo, ...]
     handle: PreemptionHandle
+    units: tuple[Unit, ...] = ()  # the all-members PodGroups among the victims
     errors: list[str] = field(default_factory=list)
 
 
@@ -69,8 +74,12 @@ class PodGroupPreemptions:
         clock: Clock = SYSTEM_CLOCK,
         retry_initial: float = 1.0,
         retry_max: float = 10.0,
+        units: UnitEvictions | None = None,
     ) -> None:
         self._evictions = evictions
+        # victims that are an all-members PodGroup's members go together or not at all
+        # (unit_evictions.py, shared with the single-pod executor)
+        self._units = units
         self._events = events
         self._pod_lookup = pod_lookup
         self._tasks = tasks if tasks is not None else TaskSet("podgroup-preemptions")
@@ -110,6 +119,8 @@ class PodGroupPreemptions:
         if not todo or group.uid in self._running:
             return
         g = _GroupPreemption(group, tuple(members), todo, handle)
+        if self._units is not None:
+            g.units = self._units.units_of(todo)  # as the decision grouped them just now
         self._reactivations.cancel(group.uid)  # a delayed re-activation is overtaken
         self._reactivations.prune(self._clock.now() - AWAIT_TTL)
         self._running[group.uid] = g
@@ -145,24 +156,42 @@ class PodGroupPreemptions:
                 )
 
     async def _steps(self, g: _GroupPreemption) -> bool:
+        # all-members PodGroups among the victims: every member's DELETE dry-run first;
+        # one refused, nothing is written to any victim (unit_evictions.py)
+        together: UnitDeletion | None = None
+        if g.units and self._units is not None:
+            together = await self._units.preflight(
+                g.units, g.handle.waiting_pods, g.errors, f"podgroup {g.group.key}"
+            )
+            if together is None:
+                return False
         *first, last = g.victims
         slots = asyncio.Semaphore(MAX_PARALLEL)
 
         async def one(victim: PodInfo) -> bool:
             async with slots:
-                return await self._preempt(g, victim)
+                good = await self._preempt(g, victim, g.errors)
+                if together is not None:
+                    together.record(victim, good)
+                return good
 
-        results = await asyncio.gather(*(one(v) for v in first))
-        if not all(results):
-            return False  # upstream leaves the last victim alone when any failed
-        return await self._preempt(g, last)
+        good = all(await asyncio.gather(*(one(v) for v in first)))
+        if good:  # upstream leaves the last victim alone when any failed
+            good = await self._preempt(g, last, g.errors)
+            if together is not None:
+                together.record(last, good)
+        if together is not None:
+            together.settle(lambda victim, errors: self._preempt(g, victim, errors, True))
+        return good
 
-    async def _preempt(self, g: _GroupPreemption, victim: PodInfo) -> bool:
+    async def _preempt(
+        self, g: _GroupPreemption, victim: PodInfo, errors: list[str], quiet: bool = False
+    ) -> bool:
         if g.handle.waiting_pods.reject(victim.uid, DEFAULT_PREEMPTION, REJECTED_AT_PERMIT):
             self._event(g, victim, in_memory=True)
             return True
         good = await self._evictions.evict(
-            victim, g.members[0], CANDIDATE, g.errors, preemptor_kind="podgroup"
+            victim, g.members[0], CANDIDATE, errors, preemptor_kind="podgroup", quiet=quiet
         )
         if good:
             self._event(g, victim, in_memory=False)

@@ -47,6 +47,7 @@ class PodWriter(Protocol):
         *,
         uid: str | None = None,
         grace_period_seconds: int | None = None,
+        dry_run: bool = False,
     ) -> dict[str, Any]: ...
 
 
@@ -91,9 +92,11 @@ class VictimEvictions:
         errors: list[str],
         *,
         preemptor_kind: str = "pod",
+        quiet: bool = False,
     ) -> bool:
         """Evict `victim` for `preemptor` once across all tasks. True when it is (being)
-        gone; a failure is appended to `errors`."""
+        gone; a failure is appended to `errors` (and logged as a warning, at debug level
+        when `quiet`: a retry whose caller logs once for all its attempts)."""
         if self.succeeded(victim.uid):
             return True
         in_flight = self._deleting.get(victim.uid)
@@ -104,7 +107,8 @@ class VictimEvictions:
         self._deleting[victim.uid] = future
         good = False
         try:
-            good = await self._evict(victim, preemptor, node, errors, preemptor_kind)
+            level = logging.DEBUG if quiet else logging.WARNING
+            good = await self._evict(victim, preemptor, node, errors, preemptor_kind, level)
         finally:
             del self._deleting[victim.uid]
             if good:
@@ -123,6 +127,7 @@ class VictimEvictions:
         node: str,
         errors: list[str],
         preemptor_kind: str,
+        level: int,
     ) -> bool:
         if not victim.preempted_by_scheduler:
             condition = {
@@ -145,7 +150,8 @@ class VictimEvictions:
                 return True
             except ApiError as exc:
                 errors.append(f"condition on {victim.key}: {exc}")
-                log.warning(
+                log.log(
+                    level,
                     "victim condition patch failed victim=%s preemptor=%s err=%s",
                     victim.key,
                     preemptor.key,
@@ -165,7 +171,8 @@ class VictimEvictions:
             return True
         except ApiError as exc:
             errors.append(f"delete {victim.key}: {exc}")
-            log.warning(
+            log.log(
+                level,
                 "victim delete failed victim=%s preemptor=%s err=%s",
                 victim.key,
                 preemptor.key,

@@ -13,6 +13,7 @@ from typing import Any
 from scheduler.app import RunOptions, SchedulerApp
 from scheduler.catalog import default_config
 from scheduler.client.connection import Response
+from scheduler.features import FeatureGates
 from tests.unit.helpers.builders import make_node, make_pod
 
 Raw = dict[str, Any]
@@ -97,3 +98,27 @@ def test_cache_size_reports_nodes_pods_and_assumed_pods_as_upstream() -> None:
     assert sample(app, size, type="nodes") == 1.0
     assert sample(app, size, type="pods") == 2.0
     assert sample(app, size, type="assumed_pods") == 1.0
+
+
+def test_all_members_groups_are_deleted_together_by_both_executors_under_the_gate() -> None:
+    # one UnitEvictions for the single-pod and the pod-group executor, counting on the
+    # app's registry; none (and no such series) without GenericWorkload
+    gated = SchedulerApp(
+        default_config(FeatureGates(generic_workload=True)),
+        ScriptedConnection(),  # type: ignore[arg-type]
+        RunOptions(leader_elect=False, features=FeatureGates(generic_workload=True)),
+    )
+    units = gated.unit_evictions
+    assert units is not None
+    assert gated.pod_group_preemptions is not None
+    assert gated.executor._units is units and gated.pod_group_preemptions._units is units
+    names = {m.name for m in gated.metrics.registry.collect()}
+    assert {
+        "scheduler_preemption_unit_preflights",
+        "scheduler_preemption_unit_member_retries",
+    } <= names
+    plain = make_app(ScriptedConnection())
+    assert plain.unit_evictions is None and plain.executor._units is None
+    assert "scheduler_preemption_unit_preflights" not in {
+        m.name for m in plain.metrics.registry.collect()
+    }
