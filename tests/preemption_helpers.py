@@ -270,7 +270,7 @@ class PodWatch:
 
 
 class RecordingWebhook(DeleteWebhook):
-    """DeleteWebhook that also keeps each (non-kwok) DELETE's oldObject, by pod name:
+    """DeleteWebhook that also keeps each (non-kwok, not dry-run) DELETE's oldObject, by pod name:
     the pod exactly as the API server held it when the DELETE came in."""
 
     def __init__(self, cluster: ClusterHandle, namespace: str) -> None:
@@ -281,7 +281,7 @@ class RecordingWebhook(DeleteWebhook):
     def _review(self, body: dict[str, Any]) -> dict[str, Any]:
         req = body["request"]
         user = req.get("userInfo", {}).get("username", "")
-        if user != KWOK_USER:
+        if user != KWOK_USER and not req.get("dryRun"):  # a dry run deletes nothing
             name = req.get("name", "")
             with self._lock:
                 self.old_objects.setdefault(name, []).append(req.get("oldObject") or {})
@@ -312,6 +312,8 @@ class RecordingWebhook(DeleteWebhook):
             self.deletes.clear()
             self.kubelet_deletes.clear()
             self.refused.clear()
+            self.dry_runs.clear()
+            self.dry_run_refused.clear()
             self.old_objects.clear()
             self.users.clear()
             self.log.clear()

@@ -6,7 +6,9 @@ and it counts every call per pod. Calls are not requests: kube-apiserver may cal
 for one graceful DELETE (its update retried from etcd when the watch cache's copy was
 stale) and not at all for a DELETE of a pod already terminating, so "exactly one DELETE
 per victim" is counted from the audit log (tests/faults/audit.py), by the client's identity.
-It serves HTTPS with a certificate signed by the local cluster's CA, on 127.0.0.1.
+A dry-run DELETE (`dryRun=All`: the scheduler's preflight of an all-members PodGroup) is
+delayed and refused like any other but counted apart (`dry_runs`, `dry_run_refused`): it
+deletes nothing. It serves HTTPS with a certificate signed by the local cluster's CA, on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -111,6 +113,9 @@ class DeleteWebhook:
         self.deletes: Counter[str] = Counter()
         self.kubelet_deletes: Counter[str] = Counter()
         self.refused: Counter[str] = Counter()
+        # dry-run DELETEs (nothing deleted, whatever the answer), by pod name
+        self.dry_runs: Counter[str] = Counter()
+        self.dry_run_refused: Counter[str] = Counter()
         self.in_flight = 0
         self.log: list[tuple[float, str, str]] = []  # (monotonic time, pod, "start"|"end")
         self._lock = threading.Lock()
@@ -128,20 +133,28 @@ class DeleteWebhook:
                     "kind": "AdmissionReview",
                     "response": {"uid": req["uid"], "allowed": True},
                 }
-            self.deletes[pod] += 1
-            self.in_flight += 1
-            self.log.append((time.monotonic(), pod, "start"))
+            dry_run = bool(req.get("dryRun"))
             delay = self.delay
             refuse = self.refuse_all or pod in self.refuse
+            if dry_run:
+                self.dry_runs[pod] += 1
+            else:
+                self.deletes[pod] += 1
+                self.in_flight += 1
+                self.log.append((time.monotonic(), pod, "start"))
         try:
             if delay:
                 time.sleep(delay)
         finally:
             with self._lock:
-                self.in_flight -= 1
-                self.log.append((time.monotonic(), pod, "end"))
-                if refuse:
-                    self.refused[pod] += 1
+                if dry_run:
+                    if refuse:
+                        self.dry_run_refused[pod] += 1
+                else:
+                    self.in_flight -= 1
+                    self.log.append((time.monotonic(), pod, "end"))
+                    if refuse:
+                        self.refused[pod] += 1
         response: dict[str, Any] = {"uid": req["uid"], "allowed": not refuse}
         if refuse:
             response["status"] = {"code": 403, "message": "delete refused by the test webhook"}

@@ -5,7 +5,12 @@ level, only the writes made by the scheduler replicas under test (each replica h
 client certificate of its own, all in one group). From the log we know, without asking
 the scheduler, which pod each replica bound and when, which pods it deleted, and when
 it renewed its Lease. A request in flight when the API server is SIGKILLed has no
-ResponseComplete record: it never took effect as far as any client can tell."""
+ResponseComplete record: it never took effect as far as any client can tell.
+
+A dry run (the scheduler's preflight of an all-members PodGroup's DELETEs,
+scheduler/preemption/unit_evictions.py) is audited as the request it is, with
+`dryRun=All` in its requestURI; it changes nothing, so `pod_deletes` leaves it out
+and `dry_run_deletes` lists it."""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 SCHEDULER_GROUP = "fault-suite:schedulers"
 
@@ -73,6 +79,7 @@ class Call:
     code: int
     received: float  # epoch seconds, when the API server received it
     completed: float  # epoch seconds, when the response was complete
+    dry_run: bool = False  # `dryRun=All` in the requestURI: nothing was stored
 
     @property
     def ok(self) -> bool:
@@ -81,6 +88,10 @@ class Call:
     @property
     def pod(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+
+def _dry_run(uri: str) -> bool:
+    return "All" in parse_qs(urlsplit(uri).query).get("dryRun", [])
 
 
 def parse(lines: Iterable[str]) -> list[Call]:
@@ -109,6 +120,7 @@ def parse(lines: Iterable[str]) -> list[Call]:
                 code=int((ev.get("responseStatus") or {}).get("code") or 0),
                 received=_epoch(ev.get("requestReceivedTimestamp")),
                 completed=_epoch(ev.get("stageTimestamp")),
+                dry_run=_dry_run(str(ev.get("requestURI") or "")),
             )
         )
     return out
@@ -135,6 +147,13 @@ class AuditLog:
         ]
 
     def pod_deletes(self, namespaces: set[str] | None = None) -> list[Call]:
+        """Pod DELETEs that could delete: dry runs left out."""
+        return [c for c in self._pod_deletes(namespaces) if not c.dry_run]
+
+    def dry_run_deletes(self, namespaces: set[str] | None = None) -> list[Call]:
+        return [c for c in self._pod_deletes(namespaces) if c.dry_run]
+
+    def _pod_deletes(self, namespaces: set[str] | None) -> list[Call]:
         return [
             c
             for c in self.calls()

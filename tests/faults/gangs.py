@@ -214,11 +214,18 @@ def run(ctx: RunContext, result: CaseResult) -> None:
         _pod_group(bed, "evictor", 2, HIGH)
         min_counts["evictor"] = 2
         bed.create_pods(NS, _members("evictor", 2, "3", HIGH, "whole"))
-        met, _ = wait_until(lambda: sum(hook.refused.values()) > 0, 60, 0.1)
+        # the scheduler dry-runs the group's DELETEs first: the refusal meets those
+        met, _ = wait_until(
+            lambda: sum(hook.dry_run_refused.values()) + sum(hook.refused.values()) > 0, 60, 0.1
+        )
         result.check("victim DELETEs of the whole group are refused", met)
         time.sleep(2 * settings.pod_initial_backoff + 1)
         result.check("nothing of the evictor bound while its victims stay",
                      not _bound(bed, "evictor"), str(sorted(_bound(bed, "evictor"))))  # fmt: skip
+        result.check("no member of the all-members group deleted while a DELETE is refused",
+                     len(_bound(bed, "whole")) == 4, f"left: {sorted(_bound(bed, 'whole'))}")  # fmt: skip
+        result.figure("dry-run DELETEs refused while refusing",
+                      sum(hook.dry_run_refused.values()))  # fmt: skip
         hook.refuse_all = False
         met, _ = wait_until(lambda: len(_bound(bed, "evictor")) == 2,
                             90 + 3 * settings.pod_max_backoff, 1.0)  # fmt: skip
