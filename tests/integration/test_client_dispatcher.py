@@ -13,7 +13,14 @@ import pytest
 
 from scheduler.client.connection import Connection
 from scheduler.client.dispatcher import Dispatcher
-from scheduler.client.errors import Conflict, LeaseNotHeld, NotFound, ServerError, Timeout
+from scheduler.client.errors import (
+    Conflict,
+    Forbidden,
+    LeaseNotHeld,
+    NotFound,
+    ServerError,
+    Timeout,
+)
 from scheduler.client.events import NORMAL, WARNING, EventRecorder, pod_ref
 from tests.kube import ClusterHandle, pod_manifest, wait_for
 from tests.preemption_helpers import wait_running
@@ -122,6 +129,44 @@ async def test_delete_honours_the_uid_precondition(
     assert cluster.get_pod(ns, "p") is None
     with pytest.raises(NotFound):
         await dispatcher.delete_pod(ns, "p")
+
+
+async def test_a_dry_run_delete_stores_nothing_and_meets_admission_as_a_dry_run(
+    cluster: ClusterHandle, dispatcher: Dispatcher
+) -> None:
+    # the preflight of an all-members PodGroup's DELETEs: the server runs the DELETE
+    # (preconditions, webhooks) and keeps the pod as it was
+    ns = namespace(cluster, "dry-run")
+    cluster.create_pod(ns, pod_manifest("p", scheduler_name="nobody", nodeName="kwok-node-1"))
+    wait_running(cluster, ns, ["p"])
+    uid = (cluster.get_pod(ns, "p") or {})["metadata"]["uid"]
+    hook = DeleteWebhook(cluster, ns)
+    hook.start()
+    try:
+        answer = await dispatcher.delete_pod(ns, "p", uid=uid, dry_run=True)
+        assert answer["metadata"].get("deletionTimestamp")  # what the DELETE would do
+        assert hook.dry_runs["p"] == 1 and hook.deletes["p"] == 0
+        with pytest.raises(Conflict):
+            await dispatcher.delete_pod(ns, "p", uid=str(uuid.uuid4()), dry_run=True)
+        hook.refuse_all = True
+        with pytest.raises(Forbidden):
+            await dispatcher.delete_pod(ns, "p", uid=uid, dry_run=True)
+        assert hook.dry_run_refused["p"] == 1
+        with pytest.raises(NotFound):
+            await dispatcher.delete_pod(ns, "ghost", uid=str(uuid.uuid4()), dry_run=True)
+        await asyncio.sleep(1.0)  # a dry run that had been applied would show by now
+        pod = cluster.get_pod(ns, "p")
+        assert pod is not None and pod["metadata"]["uid"] == uid
+        assert not pod["metadata"].get("deletionTimestamp")
+        # counted as the DELETEs they are
+        assert [c for c in dispatcher.calls if c[:2] == ("delete", "pods")] == [  # type: ignore[attr-defined]
+            ("delete", "pods", "200"),
+            ("delete", "pods", "409"),
+            ("delete", "pods", "403"),
+            ("delete", "pods", "404"),
+        ]
+    finally:
+        hook.stop()
 
 
 async def test_recorded_events_land_as_events_k8s_io_with_series(

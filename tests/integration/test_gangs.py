@@ -9,7 +9,10 @@ PodGroups, kwok nodes, the scheduler run with --feature-gates=GenericWorkload=tr
 - members wait silently (PreEnqueue, no condition) until minCount of them exist, and
   until their PodGroup exists; then they are placed;
 - a gang preempts lower-priority pods and binds whole;
-- a single pod preempting one member of an all-members group deletes every member.
+- a single pod preempting one member of an all-members group deletes every member;
+- an all-members victim group one of whose members' DELETE an admission webhook refuses
+  loses no member while the refusal holds (the scheduler dry-runs every member's DELETE
+  first), and goes whole once it is allowed, for a gang and for a single pod preempting.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ import pytest
 
 from kas_dev.cluster.nodes import NodeGroup
 from tests.kube import ClusterHandle, pod_manifest, wait_for
+from tests.preemption_helpers import PodWatch, disruption_target
 from tests.scheduler_process import SchedulerProcess, write_config
+from tests.webhook import DeleteWebhook
 
 pytestmark = pytest.mark.cluster
 
@@ -100,6 +105,26 @@ def _pair_bound_one_a_node(
     assert {_node(cluster, ns, f"{group}-0"), _node(cluster, ns, f"{group}-1")} == {
         "kwok-node-0", "kwok-node-1",
     }  # fmt: skip
+
+
+def _all_members_pair(cluster: ClusterHandle, ns: str, sched: SchedulerProcess) -> None:
+    """The PodGroup `pair` (disruptionMode all, class unit-low) and its two 3-cpu
+    members, bound one on each kwok node."""
+    spec = {
+        "schedulingPolicy": {"gang": {"minCount": 2}},
+        "disruptionMode": {"all": {}},
+        "priorityClassName": "unit-low",
+    }
+    _gang_of(cluster, ns, "pair", spec, 2, "3")
+    _pair_bound_one_a_node(cluster, ns, "pair", sched, "")
+
+
+def _pair_gone(cluster: ClusterHandle, ns: str, sched: SchedulerProcess) -> None:
+    wait_for(
+        lambda: all(cluster.get_pod(ns, f"pair-{i}") is None for i in range(2)),
+        timeout=60,
+        what=f"both members of pair deleted\n{sched.tail()}",
+    )
 
 
 def _member(cluster: ClusterHandle, ns: str, name: str, group: str, cpu: str) -> None:
@@ -256,23 +281,13 @@ def test_a_single_pod_preempting_one_member_of_an_all_members_group_deletes_the_
         make_cluster, tmp_path, "unit-victims", {"unit-low": 10, "unit-high": 1000}
     )
     try:
-        spec = {
-            "schedulingPolicy": {"gang": {"minCount": 2}},
-            "disruptionMode": {"all": {}},
-            "priorityClassName": "unit-low",
-        }
-        _gang_of(cluster, ns, "pair", spec, 2, "3")
-        _pair_bound_one_a_node(cluster, ns, "pair", sched, "")
+        _all_members_pair(cluster, ns, sched)
         cluster.create_pod(ns, pod_manifest("urgent", cpu="2", priority_class="unit-high"))
         node = wait_for(
             lambda: _node(cluster, ns, "urgent"), timeout=90,
             what=f"urgent bound after the preemption\n{sched.tail()}",
         )  # fmt: skip
-        wait_for(
-            lambda: all(cluster.get_pod(ns, f"pair-{i}") is None for i in range(2)),
-            timeout=60,
-            what=f"both members deleted\n{sched.tail()}",
-        )
+        _pair_gone(cluster, ns, sched)
         preempted = [e for e in cluster.events(ns) if e.get("reason") == "Preempted"]
         assert {e["regarding"]["name"] for e in preempted} == {"pair-0", "pair-1"}
         assert all(e["note"].startswith("Preempted by pod ") for e in preempted)
@@ -283,4 +298,65 @@ def test_a_single_pod_preempting_one_member_of_an_all_members_group_deletes_the_
         assert preempted[0]["note"].rsplit(" ", 1)[-1] in ("kwok-node-0", "kwok-node-1")
         assert node in ("kwok-node-0", "kwok-node-1")
     finally:
+        sched.stop()
+
+
+@pytest.mark.parametrize("preemptor", ["gang", "pod"])
+def test_an_all_members_group_whose_member_may_not_be_deleted_loses_no_member(
+    make_cluster: Callable[..., ClusterHandle], tmp_path: Path, preemptor: str
+) -> None:
+    # two 4-cpu nodes, an all-members pair of 3-cpu members one a node; the preemptor (a
+    # gang of two 3-cpu members, or one 2-cpu pod) needs the pair gone. A webhook refuses
+    # the DELETE of pair-1 only: upstream would delete pair-0 and leave pair-1 running.
+    # Here every member's DELETE is dry-run first, so neither member is touched (no
+    # DisruptionTarget, no deletionTimestamp) while the refusal holds; allowed, both go
+    # and the preemptor binds.
+    cluster, ns, sched = _with_classes(
+        make_cluster, tmp_path, f"torn-{preemptor}", {"unit-low": 10, "unit-high": 1000}
+    )
+    hook = DeleteWebhook(cluster, ns)
+    watch: PodWatch | None = None
+    try:
+        _all_members_pair(cluster, ns, sched)
+        hook.start()
+        hook.refuse = {"pair-1"}
+        watch = PodWatch(cluster, ns).start()
+        if preemptor == "gang":
+            high = {"schedulingPolicy": {"gang": {"minCount": 2}}, "priorityClassName": "unit-high"}
+            _gang_of(cluster, ns, "urgent", high, 2, "3")
+            bound = ["urgent-0", "urgent-1"]
+        else:
+            cluster.create_pod(ns, pod_manifest("urgent", cpu="2", priority_class="unit-high"))
+            bound = ["urgent"]
+        # refused, and refused again on a retry: two preemption attempts at least (a dry
+        # run here; a scheduler that deleted at once would meet it with its real DELETE)
+        wait_for(
+            lambda: hook.dry_run_refused["pair-1"] + hook.refused["pair-1"] >= 2, timeout=90,
+            what=f"pair-1's DELETE refused twice\n{sched.tail()}",
+        )  # fmt: skip
+        for name in ("pair-0", "pair-1"):
+            versions = [obj for _, obj in watch.history(name)]
+            assert versions and not watch.deleted(name), name
+            assert not any(v["metadata"].get("deletionTimestamp") for v in versions), name
+            assert not any(disruption_target(v) for v in versions), name
+        assert hook.deletes["pair-0"] == 0 and hook.deletes["pair-1"] == 0  # no real DELETE
+        assert hook.dry_runs["pair-0"] >= 1  # its sibling's dry run passed, and no more
+        assert not any(_node(cluster, ns, name) for name in bound)
+        assert sched.metric("scheduler_preemption_unit_preflights_total", result="refused") >= 2
+
+        hook.refuse = set()
+        for name in bound:
+            wait_for(
+                lambda name=name: _node(cluster, ns, name), timeout=120,
+                what=f"{name} bound once the DELETEs are allowed\n{sched.tail()}",
+            )  # fmt: skip
+        _pair_gone(cluster, ns, sched)
+        assert hook.deletes["pair-0"] >= 1 and hook.deletes["pair-1"] >= 1
+        assert sched.metric("scheduler_preemption_unit_preflights_total", result="passed") >= 1
+        # nothing was torn, so nothing was retried in the background
+        assert sched.metric("scheduler_preemption_unit_member_retries_total") == 0
+    finally:
+        if watch is not None:
+            watch.stop()
+        hook.stop()
         sched.stop()
