@@ -12,7 +12,9 @@ PodGroups, kwok nodes, the scheduler run with --feature-gates=GenericWorkload=tr
 - a single pod preempting one member of an all-members group deletes every member;
 - an all-members victim group one of whose members' DELETE an admission webhook refuses
   loses no member while the refusal holds (the scheduler dry-runs every member's DELETE
-  first), and goes whole once it is allowed, for a gang and for a single pod preempting.
+  first), and goes whole once it is allowed, for a gang and for a single pod preempting;
+- a member whose DELETE is refused only after its sibling's went (the verdict changed
+  after the dry runs) is retried in the background until it is gone too.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from kas_dev.cluster.nodes import NodeGroup
 from tests.kube import ClusterHandle, pod_manifest, wait_for
 from tests.preemption_helpers import PodWatch, disruption_target
 from tests.scheduler_process import SchedulerProcess, write_config
-from tests.webhook import DeleteWebhook
+from tests.webhook import KWOK_USER, DeleteWebhook
 
 pytestmark = pytest.mark.cluster
 
@@ -358,5 +360,64 @@ def test_an_all_members_group_whose_member_may_not_be_deleted_loses_no_member(
     finally:
         if watch is not None:
             watch.stop()
+        hook.stop()
+        sched.stop()
+
+
+class RefusedAfterTheFirst(DeleteWebhook):
+    """Admits the first real DELETE of a member of `pair`, then refuses the others' (dry
+    runs included) until `refuse` is emptied: a verdict that changed between the
+    scheduler's dry runs and its DELETEs."""
+
+    pair = frozenset({"pair-0", "pair-1"})
+    first = ""
+
+    def _review(self, body: dict[str, Any]) -> dict[str, Any]:
+        req = body["request"]
+        name = req.get("name", "")
+        user = req.get("userInfo", {}).get("username", "")
+        if name in self.pair and not req.get("dryRun") and user != KWOK_USER and not self.first:
+            self.first = name
+            self.refuse = set(self.pair - {name})
+        return super()._review(body)
+
+
+def test_a_member_refused_after_its_sibling_went_is_retried_until_it_is_gone(
+    make_cluster: Callable[..., ClusterHandle], tmp_path: Path
+) -> None:
+    cluster, ns, sched = _with_classes(
+        make_cluster, tmp_path, "torn-repair", {"unit-low": 10, "unit-high": 1000}
+    )
+    hook = RefusedAfterTheFirst(cluster, ns)
+    try:
+        _all_members_pair(cluster, ns, sched)
+        hook.start()
+        cluster.create_pod(ns, pod_manifest("urgent", cpu="2", priority_class="unit-high"))
+        # the first member's DELETE went through; its sibling's is refused by the task
+        # and at least once more by the background retries
+        wait_for(
+            lambda: hook.first and hook.refused[next(iter(hook.pair - {hook.first}))] >= 2,
+            timeout=90, what=f"the survivor's DELETE refused twice\n{sched.tail()}",
+        )  # fmt: skip
+        survivor = next(iter(hook.pair - {hook.first}))
+        pod = cluster.get_pod(ns, survivor)
+        assert pod is not None and not pod["metadata"].get("deletionTimestamp")
+        assert sched.metric("scheduler_preemption_unit_member_retries_total", result="failed") >= 1
+        # the preemptor needed one node only: it may bind on the first member's node
+        wait_for(
+            lambda: _node(cluster, ns, "urgent"), timeout=90,
+            what=f"urgent bound\n{sched.tail()}",
+        )  # fmt: skip
+        hook.refuse = set()
+        _pair_gone(cluster, ns, sched)
+        repaired = sum(
+            sched.metric("scheduler_preemption_unit_member_retries_total", result=r)
+            for r in ("deleted", "gone")
+        )
+        assert repaired == 1
+        assert sched.metric("scheduler_preemption_unit_member_retries_total", result="abandoned") == 0
+        torn = [line for line in sched.log_path.read_text().splitlines() if "group torn" in line]
+        assert len(torn) == 1 and "WARNING" in torn[0].upper(), torn  # once per unit
+    finally:
         hook.stop()
         sched.stop()
