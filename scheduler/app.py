@@ -609,9 +609,12 @@ class SchedulerApp:
         self.loop.stop()
         self.queue.close()
         await self.loop.drain_binds(SHUTDOWN_GRACE if not self._lost_lease else 0.0)
-        await self.executor.shutdown(SHUTDOWN_GRACE if not self._lost_lease else 0.0)
+        grace = SHUTDOWN_GRACE if not self._lost_lease else 0.0
+        # both executors' running tasks get the same grace, at the same time
+        drains = [self.executor.shutdown(grace)]
         if self.pod_group_preemptions is not None:
-            self.pod_group_preemptions.close()
+            drains.append(self.pod_group_preemptions.shutdown(grace))
+        await asyncio.gather(*drains)
         if self.unit_evictions is not None:
             # a torn group's retries stop (counted as abandoned): the next leader decides
             await self.unit_evictions.close()

@@ -131,6 +131,14 @@ class PodGroupPreemptions:
         """Shutdown: delayed re-activations are dropped (the queue is closed)."""
         self._reactivations.close()
 
+    async def shutdown(self, grace: float) -> int:
+        """Shutdown: `close`, then let running tasks finish for `grace` seconds and
+        cancel the rest, as the single-pod executor's shutdown: a group's deletions cut
+        off at the process's exit would leave an all-members group torn. Returns how
+        many were cancelled."""
+        self.close()
+        return await self._tasks.drain(grace)
+
     async def _run(self, g: _GroupPreemption) -> None:
         ok = False
         try:
