@@ -227,6 +227,13 @@ def run(ctx: RunContext, result: CaseResult) -> None:
         stuck = placeable_pending(live, bed.pods(NS), bed.nodes())
         result.check("no gang or pod stuck (every pending unit that could run is bound)",
                      not stuck, f"{len(stuck)} could run: {stuck[:6]}")  # fmt: skip
+        # a preemption still deleting when the pods settle is judged once it is done,
+        # not half-way: the audit checks wait for 5 s without a DELETE of the scheduler
+        # (dry runs included) at the webhook
+        waited = _deletions_quiet(hook, quiet=5.0, limit=60.0)
+        result.check("the scheduler's deletions end (5 s without one)", waited is not None,
+                     "still deleting after 60 s" if waited is None
+                     else f"the last one {waited:.1f} s after the pods settled")  # fmt: skip
         sample()
         for k, v in counts.items():
             result.figure(k, v)
@@ -241,6 +248,25 @@ def run(ctx: RunContext, result: CaseResult) -> None:
         result.figure("scheduler alive at the end", sched.alive())
     finally:
         bed.close()
+
+
+def _deletions_quiet(hook: SchedulerDeleteWebhook, quiet: float, limit: float) -> float | None:
+    """Seconds until no DELETE of the scheduler's (dry runs included) has reached the
+    webhook for `quiet` seconds and none is in flight; None when that takes over `limit`."""
+
+    def seen() -> int:
+        return sum(hook.deletes.values()) + sum(hook.dry_runs.values())
+
+    start = changed = time.monotonic()
+    last = seen()
+    while time.monotonic() - start < limit:
+        time.sleep(0.5)
+        now = seen()
+        if now != last or hook.in_flight:
+            last, changed = now, time.monotonic()
+        elif time.monotonic() - changed >= quiet:
+            return changed - start
+    return None
 
 
 def invariants_bound(bed: Bed) -> list[str]:
