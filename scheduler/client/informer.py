@@ -76,6 +76,9 @@ T = TypeVar("T")
 T_contra = TypeVar("T_contra", contravariant=True)
 
 Raw = dict[str, Any]
+# one object of a LIST: its key, its resourceVersion, and its new record (None: nothing
+# to hand on)
+_Listed = tuple[str, str, T | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,7 +378,11 @@ class Informer(Generic[T]):
         return query
 
     async def _relist(self) -> None:
-        items: builtins.list[Raw] = []
+        # each page is read into records as it arrives and its raw objects dropped: a
+        # decoded pod is about 25 KB of Python objects against about 3 KB for its record,
+        # so holding every raw page until the last one came in would make the peak of a
+        # 150,000-pod LIST several GiB (docs/performance.md, "Start-up at scale")
+        listed: builtins.list[_Listed[T]] = []
         token = ""
         resource_version = ""
         while True:
@@ -383,14 +390,15 @@ class Informer(Generic[T]):
             if token:
                 query.append(("continue", token))
             page = await self._connection.request("GET", self.resource.path, query=query)
-            items.extend(page.get("items") or [])
+            self._read_page(page.get("items") or [], listed)
             meta = page.get("metadata") or {}
             resource_version = str(meta.get("resourceVersion", ""))
             token = str(meta.get("continue") or "")
+            del page
             if not token:
                 break
         self._lists += 1
-        self._replace(items)
+        self._replace(listed)
         self._resource_version = resource_version
         if self.on_list is not None:  # once the listing's handlers have run
             self.on_list(self.name)
@@ -403,19 +411,30 @@ class Informer(Generic[T]):
         if not self._synced.is_set():
             self._synced.set()
 
-    def _replace(self, items: builtins.list[Raw]) -> None:
-        """Diff a full list against the store and emit the differences."""
-        seen: set[str] = set()
+    def _read_page(self, items: builtins.list[Raw], listed: builtins.list[_Listed[T]]) -> None:
+        """Append (key, version, record) for each object of one LIST page; the record is
+        None when there is nothing to hand on: the store already holds this version, or
+        the object cannot be read (reported here, once per LIST). The store is not
+        touched: a LIST that fails half-way changes nothing."""
         for raw in items:
             key = object_key(raw)
-            seen.add(key)  # even if malformed: present objects are never deleted
             version = _resource_version(raw)
             old = self.store.get(key)
             if old is not None and self.store.resource_version_of(key) == version:
-                continue
-            new = self._safe_transform(raw, old)
+                listed.append((key, version, None))
+            else:
+                listed.append((key, version, self._safe_transform(raw, old)))
+
+    def _replace(self, listed: builtins.list[_Listed[T]]) -> None:
+        """Apply a complete LIST to the store and emit the differences; every listed key
+        counts as present, even one whose object could not be read (present objects are
+        never taken for deleted)."""
+        seen: set[str] = set()
+        for key, version, new in listed:
+            seen.add(key)
             if new is None:
                 continue
+            old = self.store.get(key)
             self.store._put(key, new, version)
             if old is None:
                 self._call(self.handler.on_add, new)

@@ -356,6 +356,41 @@ async def test_an_expired_continue_token_restarts_the_list_from_scratch() -> Non
     await h.stop()
 
 
+async def test_each_list_page_is_read_into_records_before_the_next_is_fetched() -> None:
+    # the raw objects of a page are dropped once read: transform runs for a page's
+    # objects before the next page is requested, and the handlers still see the whole
+    # LIST only once it is complete
+    conn = FakeConnection()
+    handler = Recorder()
+    pages_fetched_at_transform: list[tuple[str, int, int]] = []
+
+    def transform(raw: Raw) -> Rec:
+        pages_fetched_at_transform.append(
+            (raw["metadata"]["name"], len(conn.list_queries), len(handler.calls))
+        )
+        return to_rec(raw)
+
+    informer: Informer[Rec] = Informer(
+        conn,  # type: ignore[arg-type]
+        PODS,
+        transform,
+        handler,
+        page_size=2,
+    )
+    conn.lists.append(page(pod("a", "1"), pod("b", "2"), rv="5", cont="t1"))
+    conn.lists.append(page(pod("c", "3"), rv="5"))
+    task = asyncio.create_task(informer.run())
+    await informer.wait_synced()
+    assert pages_fetched_at_transform == [("a", 1, 0), ("b", 1, 0), ("c", 2, 0)]
+    assert handler.calls == [
+        ("add", "default/a", "1"),
+        ("add", "default/b", "2"),
+        ("add", "default/c", "3"),
+    ]
+    informer.stop()
+    await asyncio.wait_for(task, 1)
+
+
 async def test_a_malformed_object_calls_the_hook_and_the_informer_goes_on() -> None:
     h = Harness()
     h.conn.lists.append(page(pod("bad", "1", bad=True), pod("good", "2"), rv="3"))
