@@ -65,6 +65,7 @@ from scheduler.model.pod_spread import (
 )
 from scheduler.model.pod_volumes import PodVolume, parse_pod_volumes
 from scheduler.model.selectors import NodeSelector, NodeSelectorTerm, parse_node_selector
+from scheduler.model.shared_values import Canonical, shared_labels, shared_string
 from scheduler.model.taints import Toleration, parse_tolerations
 
 # the record's parts live in their own modules; these names are re-exported because
@@ -283,6 +284,12 @@ TEMPLATES_KEPT = 256
 _templates: dict[bytes, tuple[dict[str, Any], tuple[str, ...]]] = {}
 
 
+_owner_refs: Canonical[tuple[tuple[str, str, str, bool], ...], tuple[OwnerRef, ...]] = Canonical()
+_conditions: Canonical[tuple[tuple[str, str, str, str], ...], tuple[PodCondition, ...]] = (
+    Canonical()
+)
+
+
 def _remember_template(digest: bytes, part: dict[str, Any], problems: tuple[str, ...]) -> None:
     if len(_templates) >= TEMPLATES_KEPT:
         del _templates[next(iter(_templates))]
@@ -335,8 +342,10 @@ def _read_pod(raw: Mapping[str, Any], previous: PodInfo | None) -> PodInfo:
         spec = {}
     if not isinstance(status, dict):
         status = {}
-    owners = tuple(
-        OwnerRef(
+    # replicas repeat their owner and, once running, their conditions: one shared copy
+    # of each (model.shared_values)
+    owner_fields = tuple(
+        (
             str(o.get("kind") or ""),
             str(o.get("name") or ""),
             str(o.get("uid") or ""),
@@ -344,14 +353,18 @@ def _read_pod(raw: Mapping[str, Any], previous: PodInfo | None) -> PodInfo:
         )
         for o in problems.objects(meta.get("ownerReferences"), "metadata.ownerReferences")
     )
-    conditions = tuple(
-        PodCondition(
+    owners = _owner_refs.get(owner_fields, lambda: tuple(OwnerRef(*f) for f in owner_fields))
+    condition_fields = tuple(
+        (
             str(c.get("type") or ""),
             str(c.get("status") or ""),
             str(c.get("reason") or ""),
             str(c.get("message") or ""),
         )
         for c in problems.objects(status.get("conditions"), "status.conditions")
+    )
+    conditions = _conditions.get(
+        condition_fields, lambda: tuple(PodCondition(*f) for f in condition_fields)
     )
     start_time = problems.read(
         parse_time, status.get("startTime"), "status.startTime", default=None
@@ -361,15 +374,15 @@ def _read_pod(raw: Mapping[str, Any], previous: PodInfo | None) -> PodInfo:
     )
     return PodInfo(
         uid=str(meta.get("uid") or f"{namespace}/{name}"),
-        namespace=namespace,
+        namespace=shared_string(namespace),
         name=name,
-        node_name=str(spec.get("nodeName") or ""),
-        phase=str(status.get("phase") or "Pending"),
+        node_name=shared_string(str(spec.get("nodeName") or "")),
+        phase=shared_string(str(status.get("phase") or "Pending")),
         start_time=start_time,
         deletion_timestamp=deletion_timestamp,
         nominated_node_name=str(status.get("nominatedNodeName") or ""),
         resource_version=str(meta.get("resourceVersion") or ""),
-        labels=labels,
+        labels=shared_labels(labels),
         owner_refs=owners,
         conditions=conditions,
         problems=tuple(found),
