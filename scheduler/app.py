@@ -133,6 +133,9 @@ class SchedulerApp:
         self.tasks = Supervisor()
         # process state the callbacks below read: set before anything can call them
         self._leading = asyncio.Event()
+        # set once every informer has listed (the caches hold the cluster): the process
+        # settles its heap then (scheduler/collector.py)
+        self.caches_synced = asyncio.Event()
         self._lost_lease = False
         self._stop = asyncio.Event()
         self.elector: LeaderElector | None = None  # created below when leader election is on
@@ -570,6 +573,7 @@ class SchedulerApp:
             log.info(
                 "caches synced nodes=%d pods=%d", self.cache.node_count(), self.cache.pod_count()
             )
+            self.caches_synced.set()
             if self.elector is not None:
                 # returns when leadership ends (lost, or released on stop)
                 guard.spawn("leader-election", self._run_elector(), may_return=True)

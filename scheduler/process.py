@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import os
 import signal
 import sys
@@ -23,6 +22,7 @@ from scheduler.app import (
 )
 from scheduler.catalog import default_config, load_config
 from scheduler.client.connection import Connection, ConnectionSettings
+from scheduler.collector import paused_until_synced, tune_gc
 from scheduler.config import ConfigError, SchedulerConfiguration, write_config
 from scheduler.features import FeatureGates
 from scheduler.server import DelegationOptions, ServingOptions
@@ -87,27 +87,12 @@ async def _amain(cfg: SchedulerConfiguration, options: RunOptions) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, app.request_stop)
-        return await app.run()
+        run = asyncio.ensure_future(app.run())
+        await paused_until_synced(app.caches_synced, run)
+        return await run
     finally:
         for connection in connections:
             await connection.close()
-
-
-# The cyclic collector's youngest-generation threshold. CPython's default (700 net
-# container allocations) runs a collection every few watch events and scheduling cycles;
-# the scheduler allocates thousands of short-lived dicts and lists per pod (decoded watch
-# events, request bodies), nearly all freed by reference counting, so those collections
-# find little garbage. Measured on a 500-node cluster with 1500 pods arriving at 100/s:
-# about 500 collections and 0.4 s of collector CPU at the default against 7 collections
-# and 0.1 s at this threshold. The older generations keep their default ratios.
-GC_GEN0_THRESHOLD = 50_000
-
-
-def tune_gc() -> None:
-    """Raise the youngest generation's threshold (see GC_GEN0_THRESHOLD); collection stays
-    on, so cyclic garbage is still reclaimed, only in fewer, larger passes."""
-    _, gen1, gen2 = gc.get_threshold()
-    gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)
 
 
 def serving_options(
