@@ -381,22 +381,28 @@ class Informer(Generic[T]):
         # each page is read into records as it arrives and its raw objects dropped: a
         # decoded pod is about 25 KB of Python objects against about 3 KB for its record,
         # so holding every raw page until the last one came in would make the peak of a
-        # 150,000-pod LIST several GiB (docs/performance.md, "Start-up at scale")
+        # 150,000-pod LIST several GiB (docs/performance.md, "Start-up at scale").
+        # The next page is asked for before this one is read: the API server encodes it
+        # (on a core of its own) while this process turns the current one into records,
+        # so at most two raw pages are held at once.
         listed: builtins.list[_Listed[T]] = []
-        token = ""
         resource_version = ""
-        while True:
-            query = [*self._selectors(), ("limit", str(self._page_size))]
-            if token:
-                query.append(("continue", token))
-            page = await self._connection.request("GET", self.resource.path, query=query)
-            self._read_page(page.get("items") or [], listed)
-            meta = page.get("metadata") or {}
-            resource_version = str(meta.get("resourceVersion", ""))
-            token = str(meta.get("continue") or "")
-            del page
-            if not token:
-                break
+        fetch: asyncio.Future[Raw] | None = asyncio.ensure_future(self._list_page(""))
+        try:
+            while fetch is not None:
+                page = await fetch
+                meta = page.get("metadata") or {}
+                resource_version = str(meta.get("resourceVersion", ""))
+                token = str(meta.get("continue") or "")
+                fetch = None
+                if token:
+                    fetch = asyncio.ensure_future(self._list_page(token))
+                    await asyncio.sleep(0)  # let the request go out before reading
+                self._read_page(page.get("items") or [], listed)
+                del page
+        finally:
+            if fetch is not None and not fetch.done():
+                fetch.cancel()
         self._lists += 1
         self._replace(listed)
         self._resource_version = resource_version
@@ -410,6 +416,12 @@ class Informer(Generic[T]):
         )
         if not self._synced.is_set():
             self._synced.set()
+
+    async def _list_page(self, token: str) -> Raw:
+        query = [*self._selectors(), ("limit", str(self._page_size))]
+        if token:
+            query.append(("continue", token))
+        return await self._connection.request("GET", self.resource.path, query=query)
 
     def _read_page(self, items: builtins.list[Raw], listed: builtins.list[_Listed[T]]) -> None:
         """Append (key, version, record) for each object of one LIST page; the record is

@@ -356,10 +356,10 @@ async def test_an_expired_continue_token_restarts_the_list_from_scratch() -> Non
     await h.stop()
 
 
-async def test_each_list_page_is_read_into_records_before_the_next_is_fetched() -> None:
+async def test_each_list_page_is_read_into_records_while_only_the_next_is_fetched() -> None:
     # the raw objects of a page are dropped once read: transform runs for a page's
-    # objects before the next page is requested, and the handlers still see the whole
-    # LIST only once it is complete
+    # objects once the next page (and no later one) has been asked for, and the
+    # handlers still see the whole LIST only once it is complete
     conn = FakeConnection()
     handler = Recorder()
     pages_fetched_at_transform: list[tuple[str, int, int]] = []
@@ -378,14 +378,24 @@ async def test_each_list_page_is_read_into_records_before_the_next_is_fetched() 
         page_size=2,
     )
     conn.lists.append(page(pod("a", "1"), pod("b", "2"), rv="5", cont="t1"))
-    conn.lists.append(page(pod("c", "3"), rv="5"))
+    conn.lists.append(page(pod("c", "3"), pod("d", "4"), rv="5", cont="t2"))
+    conn.lists.append(page(pod("e", "5"), rv="5"))
     task = asyncio.create_task(informer.run())
     await informer.wait_synced()
-    assert pages_fetched_at_transform == [("a", 1, 0), ("b", 1, 0), ("c", 2, 0)]
+    assert pages_fetched_at_transform == [
+        ("a", 2, 0),
+        ("b", 2, 0),
+        ("c", 3, 0),
+        ("d", 3, 0),
+        ("e", 3, 0),
+    ]
+    assert [q.get("continue") for q in conn.list_queries] == [None, "t1", "t2"]
     assert handler.calls == [
         ("add", "default/a", "1"),
         ("add", "default/b", "2"),
         ("add", "default/c", "3"),
+        ("add", "default/d", "4"),
+        ("add", "default/e", "5"),
     ]
     informer.stop()
     await asyncio.wait_for(task, 1)
