@@ -8,9 +8,10 @@
                         [--rate 100] [--pods-scale 1.0] [--no-memory]
     python -m bench report [bench/results/FILE.json ...]
     python -m bench list
+    python -m bench failover [--nodes 5000] [--bound-pods 20000] [--pending 1000]
 
 The pinned suite (scheduler-bound: each contender on a core of its own, one cluster per
-size) is described in bench/pinned.py.
+size) is described in bench/pinned.py; the fail-over benchmark in bench/failover.py.
 
 `run` writes bench/results/<suite>-<UTC time>.json (after every single run, so an
 interrupted suite keeps what it measured), then regenerates docs/benchmarks.md and
@@ -32,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import pinned_cli, pinned_workloads, procs, report
+from bench import failover_cli, pinned_cli, pinned_workloads, procs, report
 from bench.runner import Options, run_one
 from bench.workloads import SUITES, suite
 
@@ -210,6 +211,20 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _failover(args: argparse.Namespace) -> int:
+    from kas_dev.cluster.binaries import find_binaries
+    from kas_dev.cluster.errors import ClusterError
+
+    try:
+        bins = find_binaries(
+            needed=("etcd", "kube-apiserver", "kube-controller-manager", "kwok", "kube-scheduler")
+        )
+    except ClusterError as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return 1
+    return failover_cli.run(args, _machine(), lambda: _versions(bins.bin_dir), _progress)
+
+
 def _report(args: argparse.Namespace) -> int:
     files = [Path(f) for f in args.files] if args.files else report.latest_results(RESULTS)
     if not files:
@@ -297,5 +312,6 @@ def main(argv: list[str] | None = None) -> int:
     rep.set_defaults(fn=_report)
     ls = sub.add_parser("list", help="show the suites")
     ls.set_defaults(fn=_list)
+    failover_cli.add_parser(sub, _failover)
     args = ap.parse_args(argv)
     return int(args.fn(args))

@@ -33,9 +33,16 @@ OURS_CLI = (sys.executable, "-m", "scheduler")
 OPEN_PATHS = "/healthz,/readyz,/livez,/metrics"
 
 
-def scheduler_config(contender: str, kubeconfig: Path, qps: float, burst: int) -> dict[str, Any]:
+def scheduler_config(
+    contender: str,
+    kubeconfig: Path,
+    qps: float,
+    burst: int,
+    leader_election: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The KubeSchedulerConfiguration both schedulers read: one profile with the
-    benchmark's schedulerName, leader election off, the same qps/burst. Ours also gets
+    benchmark's schedulerName, the same qps/burst, leader election off unless
+    `leader_election` (the config's leaderElection section) is given. Ours also gets
     DefaultPreemption's `mode` (upstream's strict decoder would refuse that field)."""
     profile: dict[str, Any] = {"schedulerName": SCHEDULER_NAME}
     if contender in ("ours-async", "ours-sync"):
@@ -53,7 +60,7 @@ def scheduler_config(contender: str, kubeconfig: Path, qps: float, burst: int) -
     return {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
-        "leaderElection": {"leaderElect": False},
+        "leaderElection": leader_election or {"leaderElect": False},
         "clientConnection": {"kubeconfig": str(kubeconfig), "qps": qps, "burst": burst},
         "profiles": [profile],
     }
@@ -106,6 +113,8 @@ def command_for(
     concurrency: int,
     feature_gates: list[str] | None = None,
     metrics_port: int | None = None,
+    leader_election: dict[str, Any] | None = None,
+    config_name: str | None = None,
 ) -> list[str]:
     """The contender's command line; `feature_gates` (`--feature-gates=...` arguments)
     go to both schedulers, never to the ceiling. With `metrics_port`, both schedulers
@@ -120,7 +129,10 @@ def command_for(
     looked up (:366-368, :390-392), no TokenReview or SubjectAccessReview is ever sent
     (authorization.go:198-199), and the always-allowed paths admit anyone
     (:187-196). Serving adds one idle listener and an in-memory self-signed certificate
-    made at start-up, outside every window; no request to the API server."""
+    made at start-up, outside every window; no request to the API server.
+
+    `leader_election` goes to scheduler_config; `config_name` names the config file in
+    `run_dir` (default `<contender>-config.yaml`)."""
     gates = list(feature_gates or [])
     if contender == "ceiling":
         return [
@@ -133,8 +145,10 @@ def command_for(
             f"--burst={burst}",
             f"--concurrency={concurrency}",
         ]
-    cfg = run_dir / f"{contender}-config.yaml"
-    cfg.write_text(yaml.safe_dump(scheduler_config(contender, kubeconfig, qps, burst)))
+    cfg = run_dir / (config_name or f"{contender}-config.yaml")
+    cfg.write_text(
+        yaml.safe_dump(scheduler_config(contender, kubeconfig, qps, burst, leader_election))
+    )
     if contender == "upstream":
         serving = (
             [f"--secure-port={metrics_port}", "--bind-address=127.0.0.1",
