@@ -577,6 +577,13 @@ class SchedulerApp:
             if self.elector is not None:
                 # returns when leadership ends (lost, or released on stop)
                 guard.spawn("leader-election", self._run_elector(), may_return=True)
+                # a standby keeps the loop's snapshot current, so its first cycle as
+                # leader does not copy every node (loop.py keep_snapshot_current)
+                guard.spawn(
+                    "standby-snapshot",
+                    self.loop.keep_snapshot_current(self._leading),
+                    may_return=True,
+                )
                 lead = asyncio.create_task(self._leading.wait())
                 await asyncio.wait({stop_wait, lead}, return_when=asyncio.FIRST_COMPLETED)
                 lead.cancel()

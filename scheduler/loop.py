@@ -53,6 +53,12 @@ from scheduler.supervisor import TaskSet
 
 log = logging.getLogger(__name__)
 
+# a standby's snapshot refresh (SchedulingLoop.keep_snapshot_current): how often, and how
+# many changed node entries one step copies before the event loop gets a turn (explain
+# builds its snapshot in steps of the same size: 200 entries take 2-10 ms at 5000 nodes)
+STANDBY_REFRESH_S = 1.0
+STANDBY_REFRESH_STEP = 200
+
 
 class SchedulingLoop:
     def __init__(
@@ -136,6 +142,34 @@ class SchedulingLoop:
 
     def stop(self) -> None:
         self._stopping = True
+
+    async def keep_snapshot_current(
+        self,
+        leading: asyncio.Event,
+        period: float = STANDBY_REFRESH_S,
+        step: int = STANDBY_REFRESH_STEP,
+    ) -> None:
+        """While this replica stands by for the lease, bring the loop's snapshot up to
+        date every `period`, `step` changed node entries at a time with the event loop
+        given back between steps; return once `leading` is set.
+
+        Why: the snapshot is made when the loop is, before the informers list anything,
+        and only a cycle updates it. A standby that wins the lease would otherwise copy
+        every node and its pods in its first cycle (60-110 ms of CPU at 5000 nodes and
+        20000 pods, bench.cycle's cluster, in one step that holds the event loop); kept
+        current, the first cycle copies what changed in the last `period`. Upstream's
+        standby builds nothing before it leads either; this is beyond it.
+
+        Only while the loop does not run: `leading` is checked before every step and the
+        steps are synchronous, so once it is set no step touches the snapshot the loop
+        now owns. The cache's tombstones are left for the loop's own update to purge
+        (Cache.refresh_snapshot writes nothing of the cache)."""
+        while not leading.is_set():
+            if self.cache.refresh_snapshot(self.snapshot, step):
+                await asyncio.sleep(0)  # more to copy: the others' turn, then the next step
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(leading.wait(), period)
 
     async def drain_binds(self, grace: float) -> None:
         await self.binding.drain(grace)

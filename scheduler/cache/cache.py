@@ -322,8 +322,10 @@ class Cache:
         return changed
 
     def refresh_snapshot(self, snapshot: Snapshot, max_entries: int | None = None) -> int:
-        """Bring a snapshot other than the loop's (explain's) up to date, writing nothing
-        of the cache: the tombstones stay for the loop's snapshot to see. Copies at most
+        """Bring a snapshot other than the loop's (explain's), or the loop's own while the
+        loop does not run (a standby's, SchedulingLoop.keep_snapshot_current), up to
+        date, writing nothing of the cache: the tombstones stay for the loop's update to
+        see and purge. Copies at most
         `max_entries` changed entries, oldest change first, so a caller may build a large
         snapshot in steps and give the event loop back between them; returns how many
         changed entries are still to copy (0: up to date).

@@ -793,3 +793,81 @@ def test_a_note_over_the_event_limit_is_cut_as_upstream_cuts_it() -> None:
     assert truncate_message("x" * 1024) == "x" * 1024
     cut = truncate_message("x" * 1019 + "é" + "y" * 10)
     assert cut == "x" * 1019 + " ..."  # the 2-byte character does not fit whole
+
+
+# ----- a standby's snapshot (keep_snapshot_current) --------------------------------------
+
+
+async def _turns(n: int) -> None:
+    for _ in range(n):
+        await asyncio.sleep(0)
+
+
+async def test_a_standby_keeps_the_snapshot_current_so_the_first_cycle_copies_nothing() -> None:
+    h = harness()
+    # the loop's snapshot was made with the loop, before these arrived (as the app makes
+    # it before its informers list anything)
+    for i in range(5):
+        h.cache.add_node(make_node(f"n{i}").obj())
+        h.cache.add_pod(make_pod(f"p{i}").node(f"n{i}").obj())
+    assert h.loop.snapshot.get("n4") is None
+    leading = asyncio.Event()
+    task = asyncio.create_task(h.loop.keep_snapshot_current(leading, period=0.01, step=2))
+    try:
+        async with asyncio.timeout(SAFETY):
+            while h.loop.snapshot.get("n4") is None:  # noqa: ASYNC110 - steps on this loop
+                await asyncio.sleep(0)
+        view = h.loop.snapshot.get("n3")
+        assert view is not None and len(view.pods) == 1
+        # a change while standing by is copied within a period
+        h.cache.add_node(make_node("late").obj())
+        async with asyncio.timeout(SAFETY):
+            while h.loop.snapshot.get("late") is None:  # noqa: ASYNC110
+                await asyncio.sleep(0.005)
+        # the first cycle as leader: nothing left to copy
+        assert h.cache.update_snapshot(h.loop.snapshot) == 0
+    finally:
+        leading.set()
+        async with asyncio.timeout(SAFETY):
+            await task
+
+
+async def test_the_standby_refresh_copies_in_steps_and_lets_other_tasks_run_between() -> None:
+    h = harness()
+    for i in range(10):
+        h.cache.add_node(make_node(f"n{i}").obj())
+    copied: list[int] = []
+    leading = asyncio.Event()
+
+    async def observer() -> None:
+        # what the snapshot holds each time this task gets a turn
+        while len(copied) < 50 and not leading.is_set():
+            copied.append(sum(1 for i in range(10) if h.loop.snapshot.get(f"n{i}")))
+            await asyncio.sleep(0)
+
+    watcher = asyncio.create_task(observer())
+    task = asyncio.create_task(h.loop.keep_snapshot_current(leading, period=60.0, step=3))
+    await _turns(20)
+    leading.set()
+    async with asyncio.timeout(SAFETY):
+        await task
+        await watcher
+    # the observer saw partial snapshots between steps of 3 entries (the harness's own
+    # node, in the snapshot from the start, is not counted)
+    partial = sorted(set(copied) - {0, 10})
+    assert partial, copied
+    assert copied[-1] == 10
+
+
+async def test_the_standby_refresh_ends_when_leading_and_leaves_the_snapshot_alone() -> None:
+    h = harness()
+    leading = asyncio.Event()
+    task = asyncio.create_task(h.loop.keep_snapshot_current(leading, period=0.01))
+    await _turns(5)
+    leading.set()
+    h.cache.add_node(make_node("after").obj())
+    async with asyncio.timeout(SAFETY):
+        await task  # returns on its own
+    await asyncio.sleep(0.05)  # more than a period
+    assert h.loop.snapshot.get("after") is None  # left for the loop's own update
+    assert h.cache.update_snapshot(h.loop.snapshot) == 1
