@@ -4,6 +4,8 @@ side-by-side rows and table, the clock mappings and /proc/PID/stat. No cluster."
 from __future__ import annotations
 
 import datetime
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -146,3 +148,14 @@ def test_figures_by_contender_skips_runs_without_figures() -> None:
         "upstream": {ff.FAILOVER: {"cpu_s": 1.0}},
         "ours-async": {ff.FAILOVER: {"cpu_s": 0.5}},
     }
+
+
+def test_proc_cpu_seconds_reads_a_live_process_and_none_for_a_gone_one() -> None:
+    before = failover.proc_cpu_seconds(os.getpid())
+    assert before is not None
+    deadline = time.process_time() + 0.05
+    while time.process_time() < deadline:  # burn a little CPU
+        pass
+    after = failover.proc_cpu_seconds(os.getpid())
+    assert after is not None and after >= before
+    assert failover.proc_cpu_seconds(2**22 + 7) is None  # above pid_max: never a process
