@@ -22,6 +22,7 @@ import contextlib
 import logging
 import socket
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,6 +111,9 @@ class RunOptions:
     """events held for the API server before a burst makes the recorder drop (counted)."""
     preemption_policies: bool = False  # reconcile PreemptionPolicy objects (scheduler.policy)
     features: FeatureGates = field(default_factory=FeatureGates)
+    on_caches_synced: Callable[[], None] | None = None
+    """called once, when every informer has first listed, before leader election and
+    scheduling start: the process settles its heap there (scheduler/collector.py)."""
 
 
 class SchedulerApp:
@@ -133,9 +137,6 @@ class SchedulerApp:
         self.tasks = Supervisor()
         # process state the callbacks below read: set before anything can call them
         self._leading = asyncio.Event()
-        # set once every informer has listed (the caches hold the cluster): the process
-        # settles its heap then (scheduler/collector.py)
-        self.caches_synced = asyncio.Event()
         self._lost_lease = False
         self._stop = asyncio.Event()
         self.elector: LeaderElector | None = None  # created below when leader election is on
@@ -573,7 +574,8 @@ class SchedulerApp:
             log.info(
                 "caches synced nodes=%d pods=%d", self.cache.node_count(), self.cache.pod_count()
             )
-            self.caches_synced.set()
+            if self.options.on_caches_synced is not None:
+                self.options.on_caches_synced()
             if self.elector is not None:
                 # returns when leadership ends (lost, or released on stop)
                 guard.spawn("leader-election", self._run_elector(), may_return=True)

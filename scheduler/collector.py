@@ -5,7 +5,7 @@ collector alone):
 
 - the youngest generation's threshold is raised for the whole run (`tune_gc`);
 - during the first sync of the informers the collector is paused, and once the caches
-  are filled the heap is collected once and frozen (`paused_until_synced`).
+  are filled the heap is collected once and frozen (`StartupPause`).
 
 Why the second: the first LIST of a large cluster builds hundreds of thousands of
 long-lived records in a few seconds. Each full collection walks every tracked object,
@@ -24,7 +24,6 @@ import asyncio
 import gc
 import logging
 import time
-from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -50,34 +49,51 @@ def tune_gc() -> None:
     gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)
 
 
-async def paused_until_synced(
-    synced: asyncio.Event,
-    ended: asyncio.Future[Any],
-    limit_s: float = SYNC_PAUSE_LIMIT_S,
-) -> bool:
-    """Pause the collector until `synced` is set, `ended` is done (the app stopped first)
-    or `limit_s` passes, whichever is first; then turn it back on. When the caches did
-    sync, collect once and freeze what survives. Returns whether they synced."""
-    wait_synced = asyncio.create_task(synced.wait())
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        await asyncio.wait(
-            {wait_synced, ended}, timeout=limit_s, return_when=asyncio.FIRST_COMPLETED
+class StartupPause:
+    """The collector paused from the process's start until the caches are first synced.
+
+    `begin()` at start; `settle()` when every informer has listed (the app calls it
+    before it campaigns for the lease or schedules anything, so the one collection does
+    not land on a new leader's first cycles): the collector is turned back on, the heap
+    collected once and frozen. `expire()` turns it back on after `limit_s` if the caches
+    have not synced by then; `resume()` does so at once (the app ended first)."""
+
+    def __init__(self, limit_s: float = SYNC_PAUSE_LIMIT_S) -> None:
+        self.limit_s = limit_s
+        self._paused = False
+        self._was_enabled = True
+        self._settled = False
+
+    def begin(self) -> None:
+        self._was_enabled = gc.isenabled()
+        gc.disable()
+        self._paused = True
+
+    def resume(self) -> None:
+        if self._paused:
+            self._paused = False
+            if self._was_enabled:
+                gc.enable()
+
+    async def expire(self) -> None:
+        await asyncio.sleep(self.limit_s)
+        if self._paused:
+            log.info("caches not synced after %.0f s: the collector runs again", self.limit_s)
+        self.resume()
+
+    def settle(self) -> None:
+        """Once: resume, collect, freeze what survives."""
+        self.resume()
+        if self._settled:
+            return
+        self._settled = True
+        t0 = time.process_time()
+        found = gc.collect()
+        gc.freeze()
+        log.info(
+            "heap settled after the first sync: %d unreachable objects collected, "
+            "%d frozen, %.3f s CPU",
+            found,
+            gc.get_freeze_count(),
+            time.process_time() - t0,
         )
-    finally:
-        wait_synced.cancel()
-        if was_enabled:
-            gc.enable()
-    if not synced.is_set():
-        return False
-    t0 = time.monotonic()
-    found = gc.collect()
-    gc.freeze()
-    log.info(
-        "heap settled after the first sync: %d unreachable objects collected, %d frozen, %.3f s",
-        found,
-        gc.get_freeze_count(),
-        time.monotonic() - t0,
-    )
-    return True

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import signal
 import sys
@@ -22,7 +23,7 @@ from scheduler.app import (
 )
 from scheduler.catalog import default_config, load_config
 from scheduler.client.connection import Connection, ConnectionSettings
-from scheduler.collector import paused_until_synced, tune_gc
+from scheduler.collector import StartupPause, tune_gc
 from scheduler.config import ConfigError, SchedulerConfiguration, write_config
 from scheduler.features import FeatureGates
 from scheduler.server import DelegationOptions, ServingOptions
@@ -78,18 +79,24 @@ async def _amain(cfg: SchedulerConfiguration, options: RunOptions) -> int:
         except Exception as exc:  # unreadable kubeconfig, no in-cluster env, ...
             print(f"kube-async-scheduler: cannot connect to the API server: {exc}", file=sys.stderr)
             return EXIT_RUNTIME
+        # the collector off while the caches first fill (scheduler/collector.py)
+        pause = StartupPause()
         app = SchedulerApp(
             cfg,
             connections[0],
-            options,
+            dataclasses.replace(options, on_caches_synced=pause.settle),
             lease_connection=connections[1] if len(connections) > 1 else None,
         )
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, app.request_stop)
-        run = asyncio.ensure_future(app.run())
-        await paused_until_synced(app.caches_synced, run)
-        return await run
+        pause.begin()
+        expiry = asyncio.create_task(pause.expire())
+        try:
+            return await app.run()
+        finally:
+            expiry.cancel()
+            pause.resume()
     finally:
         for connection in connections:
             await connection.close()

@@ -63,3 +63,33 @@ async def test_a_standby_holds_a_current_snapshot_before_it_ever_leads() -> None
         app.request_stop()
         async with asyncio.timeout(30):
             await task
+
+
+async def test_the_caches_synced_hook_runs_once_before_the_lease_is_sought() -> None:
+    # the process settles its heap there (scheduler/collector.py): it must see the
+    # listed caches, and the one collection must not land after campaigning began
+    conn = StandbyConnection()
+    calls: list[tuple[int, int]] = []
+    app: SchedulerApp | None = None
+
+    def hook() -> None:
+        assert app is not None
+        calls.append((app.cache.node_count(), conn.lease_gets))
+
+    options = RunOptions(
+        leader_elect=True,
+        identity="standby",
+        serving=ServingOptions(bind_address="127.0.0.1", secure_port=0),
+        on_caches_synced=hook,
+    )
+    app = SchedulerApp(default_config(), conn, options)  # type: ignore[arg-type]
+    task = asyncio.create_task(app.run())
+    try:
+        async with asyncio.timeout(20):
+            while conn.lease_gets < 2:  # noqa: ASYNC110 - the app runs here
+                await asyncio.sleep(0.01)
+        assert calls == [(len(NODES), 0)]
+    finally:
+        app.request_stop()
+        async with asyncio.timeout(30):
+            await task
