@@ -8,6 +8,7 @@
                         [--rate 100] [--pods-scale 1.0] [--no-memory]
     python -m bench report [bench/results/FILE.json ...]
     python -m bench list
+    python -m bench growth bench/results/pinned-*.json [--workload W] [--out PNG]
     python -m bench failover [--nodes 5000] [--bound-pods 20000] [--pending 1000]
 
 The pinned suite (scheduler-bound: each contender on a core of its own, one cluster per
@@ -33,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import failover_cli, pinned_cli, pinned_workloads, procs, report
+from bench import failover_cli, growth_report, pinned_cli, pinned_workloads, procs, report
 from bench.runner import Options, run_one
 from bench.workloads import SUITES, suite
 
@@ -225,6 +226,23 @@ def _failover(args: argparse.Namespace) -> int:
     return failover_cli.run(args, _machine(), lambda: _versions(bins.bin_dir), _progress)
 
 
+def _growth(args: argparse.Namespace) -> int:
+    files = [Path(f) for f in args.files]
+    docs = [json.loads(f.read_text()) for f in files]
+    by = growth_report.points(docs, args.workload, args.shape)
+    if not by:
+        print(
+            f"bench: no completed {args.workload} ({args.shape}) run in those files",
+            file=sys.stderr,
+        )
+        return 1
+    print("\n".join(growth_report.table(by)))
+    title = f"{args.workload} ({args.shape}, pinned): cost against cluster size"
+    out = growth_report.plot(by, Path(args.out), title)
+    print(f"bench: wrote {out}")
+    return 0
+
+
 def _report(args: argparse.Namespace) -> int:
     files = [Path(f) for f in args.files] if args.files else report.latest_results(RESULTS)
     if not files:
@@ -313,5 +331,13 @@ def main(argv: list[str] | None = None) -> int:
     ls = sub.add_parser("list", help="show the suites")
     ls.set_defaults(fn=_list)
     failover_cli.add_parser(sub, _failover)
+    g = sub.add_parser(
+        "growth", help="CPU per pod and peak RSS against nodes and pods, from pinned results"
+    )
+    g.add_argument("files", nargs="+", help="pinned result files")
+    g.add_argument("--workload", default="SchedulingBasic")
+    g.add_argument("--shape", default="drain")
+    g.add_argument("--out", default=str(procs.ROOT / "docs" / "benchmarks" / "growth.png"))
+    g.set_defaults(fn=_growth)
     args = ap.parse_args(argv)
     return int(args.fn(args))
