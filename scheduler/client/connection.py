@@ -459,8 +459,11 @@ class Connection:
         body: Any = None,
         content_type: str = JSON,
         request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
+        decode: Callable[[bytes], dict[str, Any]] | None = None,
     ) -> Response:
-        """One request; returns status and parsed body for 2xx, raises otherwise."""
+        """One request; returns status and parsed body for 2xx, raises otherwise.
+        `decode` reads a 2xx body of a read (not a write) instead of the JSON decode, for
+        a caller that knows the body's shape (list_pages); a ValueError is a bad answer."""
         pool = self._writes
         if pool is not None and method in _WRITES and _UNSAFE_IN_PATH.isdisjoint(path):
             return await self._write(pool, method, path, query, body, content_type, request_timeout)
@@ -485,7 +488,7 @@ class Connection:
                 response.status, data, dict(response.headers), http_reason=response.reason or ""
             )
         try:
-            parsed = _decode(data)
+            parsed = _decode(data) if decode is None else decode(data)
         except ValueError as exc:
             raise ApiError(response.status, "BadResponse", f"not JSON: {exc}") from exc
         return Response(response.status, parsed)
@@ -499,6 +502,7 @@ class Connection:
         body: Any = None,
         content_type: str = JSON,
         request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
+        decode: Callable[[bytes], dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """The parsed JSON body of a 2xx answer (GET/POST/PUT/PATCH/DELETE)."""
         response = await self.request_raw(
@@ -508,6 +512,7 @@ class Connection:
             body=body,
             content_type=content_type,
             request_timeout=request_timeout,
+            decode=decode,
         )
         return response.body
 

@@ -212,9 +212,12 @@ class Informer(Generic[T]):
         name: str | None = None,
         relist_after_error: bool = False,
         store: Store[T] | None = None,
+        list_decoder: Callable[[bytes], Raw] | None = None,
     ) -> None:
         """`store`: where the records live (default: a new one); the app passes the pods'
-        own so the parts built before the informer can already hold it."""
+        own so the parts built before the informer can already hold it. `list_decoder`:
+        how a LIST page's body is read, when not as plain JSON (list_pages: pods and
+        nodes without their managedFields)."""
         self._connection = connection
         self.resource = resource
         self._transform = transform
@@ -230,6 +233,7 @@ class Informer(Generic[T]):
         self._backoff = backoff or Backoff()
         self._sleep = sleep
         self._relist_after_error = relist_after_error
+        self._list_decoder = list_decoder
         self.name = name or str(resource)
         self.store: Store[T] = store if store is not None else Store()
         self._state = InformerState.CREATED
@@ -421,7 +425,11 @@ class Informer(Generic[T]):
         query = [*self._selectors(), ("limit", str(self._page_size))]
         if token:
             query.append(("continue", token))
-        return await self._connection.request("GET", self.resource.path, query=query)
+        if self._list_decoder is None:
+            return await self._connection.request("GET", self.resource.path, query=query)
+        return await self._connection.request(
+            "GET", self.resource.path, query=query, decode=self._list_decoder
+        )
 
     def _read_page(self, items: builtins.list[Raw], listed: builtins.list[_Listed[T]]) -> None:
         """Append (key, version, record) for each object of one LIST page; the record is
