@@ -33,7 +33,7 @@ from scheduler.client.connection import Connection
 from scheduler.client.dispatcher import Dispatcher, DispatcherSettings
 from scheduler.client.events import EventRecorder, pod_ref
 from scheduler.client.informer import NODES, PODS, Informer, Resource, Store
-from scheduler.client.list_pages import decode_without_managed_fields
+from scheduler.client.lean_json import list_page, watch_event
 from scheduler.config import (
     SchedulerConfiguration,
 )
@@ -347,11 +347,11 @@ class SchedulerApp:
             self.connection, PODS, pod_from_dict, self.pod_handler,
             update_transform=pod_update_from_dict,
             field_selector=POD_FIELD_SELECTOR, on_transform_error=self._bad_pod, name="pods",
-            store=self.pods, list_decoder=decode_without_managed_fields,
+            store=self.pods, list_decoder=list_page, event_decoder=watch_event,
         )  # fmt: skip
         self.node_informer: Informer[NodeInfo] = Informer(
             self.connection, NODES, node_from_dict, self.node_handler, name="nodes",
-            list_decoder=decode_without_managed_fields,
+            list_decoder=list_page, event_decoder=watch_event,
         )  # fmt: skip
         self.other_informers: list[Informer[Any]] = [
             self.pdb_informer,

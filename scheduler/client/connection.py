@@ -463,7 +463,7 @@ class Connection:
     ) -> Response:
         """One request; returns status and parsed body for 2xx, raises otherwise.
         `decode` reads a 2xx body of a read (not a write) instead of the JSON decode, for
-        a caller that knows the body's shape (list_pages); a ValueError is a bad answer."""
+        a caller that knows the body's shape (lean_json); a ValueError is a bad answer."""
         pool = self._writes
         if pool is not None and method in _WRITES and _UNSAFE_IN_PATH.isdisjoint(path):
             return await self._write(pool, method, path, query, body, content_type, request_timeout)
@@ -522,13 +522,16 @@ class Connection:
         *,
         query: Query | None = None,
         timeout_seconds: int = 300,
+        decode: Callable[[bytes], Any] | None = None,
     ) -> AsyncGenerator[dict[str, Any], None]:
         """Yield raw watch events from `path?watch=true&timeoutSeconds=...&<query>`.
 
         Ends normally when the server closes the stream at timeoutSeconds. A non-2xx
         answer raises its ApiError (410 -> Gone); ERROR events are yielded as they are,
-        the caller decides (an informer re-lists on code 410).
+        the caller decides (an informer re-lists on code 410). `decode` reads each line
+        instead of the JSON decode (lean_json.watch_event); a ValueError is a bad event.
         """
+        loads = json_codec.loads if decode is None else decode
         params = _query_tuples(query)
         params += [("watch", "true"), ("timeoutSeconds", str(timeout_seconds))]
         timeout = aiohttp.ClientTimeout(
@@ -558,12 +561,12 @@ class Connection:
                     # once per line
                     start = 0
                     while (end := buffer.find(b"\n", start)) >= 0:
-                        event = _parse_event(buffer[start:end])
+                        event = _parse_event(buffer[start:end], loads)
                         start = end + 1
                         if event is not None:
                             yield event
                     buffer = buffer[start:] if start else buffer
-            event = _parse_event(buffer)
+            event = _parse_event(buffer, loads)
             if event is not None:
                 yield event
         finally:
@@ -587,12 +590,12 @@ def _request_line(
     return f"{method} {target} HTTP/1.1\r\n".encode("latin-1")
 
 
-def _parse_event(line: bytes) -> dict[str, Any] | None:
+def _parse_event(line: bytes, loads: Callable[[bytes], Any]) -> dict[str, Any] | None:
     line = line.strip()
     if not line:
         return None
     try:
-        event = json_codec.loads(line)
+        event = loads(line)
     except ValueError as exc:
         raise ApiError(200, "BadWatchEvent", f"undecodable watch line: {exc}") from exc
     if not isinstance(event, dict):

@@ -213,11 +213,12 @@ class Informer(Generic[T]):
         relist_after_error: bool = False,
         store: Store[T] | None = None,
         list_decoder: Callable[[bytes], Raw] | None = None,
+        event_decoder: Callable[[bytes], Any] | None = None,
     ) -> None:
         """`store`: where the records live (default: a new one); the app passes the pods'
-        own so the parts built before the informer can already hold it. `list_decoder`:
-        how a LIST page's body is read, when not as plain JSON (list_pages: pods and
-        nodes without their managedFields)."""
+        own so the parts built before the informer can already hold it. `list_decoder`
+        and `event_decoder`: how a LIST page's body and a watch line are read, when not
+        as plain JSON (lean_json: pods and nodes without their managedFields)."""
         self._connection = connection
         self.resource = resource
         self._transform = transform
@@ -234,6 +235,7 @@ class Informer(Generic[T]):
         self._sleep = sleep
         self._relist_after_error = relist_after_error
         self._list_decoder = list_decoder
+        self._event_decoder = event_decoder
         self.name = name or str(resource)
         self.store: Store[T] = store if store is not None else Store()
         self._state = InformerState.CREATED
@@ -473,8 +475,17 @@ class Informer(Generic[T]):
         ]
         self._watches += 1
         healthy = False
-        stream = self._connection.watch(
-            self.resource.path, query=query, timeout_seconds=self._watch_timeout
+        stream = (
+            self._connection.watch(
+                self.resource.path, query=query, timeout_seconds=self._watch_timeout
+            )
+            if self._event_decoder is None
+            else self._connection.watch(
+                self.resource.path,
+                query=query,
+                timeout_seconds=self._watch_timeout,
+                decode=self._event_decoder,
+            )
         )
         async with contextlib.aclosing(stream) as events:
             async for event in events:

@@ -14,7 +14,7 @@ import pytest
 from scheduler.client.backoff import Backoff
 from scheduler.client.connection import Connection
 from scheduler.client.informer import Informer, Resource
-from scheduler.client.list_pages import decode_without_managed_fields
+from scheduler.client.lean_json import list_page, watch_event
 from tests.kube import ClusterHandle, pod_manifest
 
 pytestmark = pytest.mark.cluster
@@ -111,7 +111,7 @@ async def test_a_page_decoded_without_managed_fields_is_the_page_less_them(
     for path in (f"/api/v1/namespaces/{ns}/pods", "/api/v1/nodes"):
         query = [("limit", "2")]
         plain = await conn.request("GET", path, query=query)
-        lean = await conn.request("GET", path, query=query, decode=decode_without_managed_fields)
+        lean = await conn.request("GET", path, query=query, decode=list_page)
         assert plain["items"], path
         assert all(item["metadata"].get("managedFields") for item in plain["items"]), path
         for item in plain["items"]:
@@ -121,6 +121,35 @@ async def test_a_page_decoded_without_managed_fields_is_the_page_less_them(
             k: v for k, v in plain.items() if k != "metadata"
         }
         assert set(lean["metadata"]) == set(plain["metadata"])
+
+    # a watch from the same resourceVersion, read both ways: the same events, less
+    # managedFields in the lean one
+    start = (await conn.request("GET", f"/api/v1/namespaces/{ns}/pods"))["metadata"]
+    query = [("resourceVersion", start["resourceVersion"])]
+    path = f"/api/v1/namespaces/{ns}/pods"
+
+    async def first_events(**kw: Any) -> list[Raw]:
+        out: list[Raw] = []
+        stream = conn.watch(path, query=query, timeout_seconds=5, **kw)
+        async with contextlib.aclosing(stream) as events:
+            async for event in events:
+                out.append(event)
+                if len(out) == 2:
+                    break
+        return out
+
+    patch_label(cluster, ns, "p2", "3")
+    delete_pod(cluster, ns, "p0")
+    async with asyncio.timeout(20):
+        plain_events = await first_events()
+        lean_events = await first_events(decode=watch_event)
+    # the label patch, then the delete (a deletionTimestamp or the object gone)
+    assert plain_events[0]["type"] == "MODIFIED"
+    assert plain_events[1]["type"] in ("MODIFIED", "DELETED")
+    assert all(e["object"]["metadata"].get("managedFields") for e in plain_events)
+    for e in plain_events:
+        del e["object"]["metadata"]["managedFields"]
+    assert lean_events == plain_events
 
 
 class GatedConnection:

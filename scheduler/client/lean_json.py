@@ -1,4 +1,4 @@
-"""LIST pages of pods and nodes decoded without their managedFields.
+"""LIST pages and watch events of pods and nodes decoded without their managedFields.
 
 A pod as the API server lists it carries managedFields: one entry per writer, each a
 tree of `"f:..."` keys mapping to small objects. In a Deployment's pod that is about
@@ -17,6 +17,10 @@ value is decoded as generic JSON (`Any`), so a malformed object reaches the info
 transform as before and is reported there. A page that does not have this shape at all
 (items not a list, an object's metadata not an object) or is not JSON for msgspec is
 decoded by json_codec instead, with its usual errors.
+
+A watch event is the same: the object of an ADDED, MODIFIED or DELETED event without its
+managedFields; any other event (BOOKMARK, ERROR: a Status, not an object of the kind)
+and any line of another shape decoded by json_codec as it is.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import msgspec
 
 from scheduler.client import json_codec
 
-__all__ = ["decode_without_managed_fields"]
+__all__ = ["list_page", "watch_event"]
 
 _UNSET: Any = msgspec.UNSET
 
@@ -69,7 +73,17 @@ class _Page(msgspec.Struct):
 _META_FIELDS = tuple(f for f in _ObjectMeta.__struct_fields__ if f != "managedFields")
 _OBJECT_FIELDS = ("apiVersion", "kind", "spec", "status")
 _PAGE_FIELDS = ("kind", "apiVersion", "metadata")
+
+
+class _Event(msgspec.Struct):
+    type: Any = _UNSET
+    object: msgspec.Raw = msgspec.Raw()
+
+
 _decoder = msgspec.json.Decoder(_Page)
+_event_decoder = msgspec.json.Decoder(_Event)
+_object_decoder = msgspec.json.Decoder(_Object)
+_OBJECT_EVENTS = frozenset({"ADDED", "MODIFIED", "DELETED"})
 
 
 def _as_dict(obj: _Object) -> dict[str, Any]:
@@ -93,13 +107,17 @@ def _as_dict(obj: _Object) -> dict[str, Any]:
     return out
 
 
-def decode_without_managed_fields(data: bytes) -> dict[str, Any]:
+def _plain(data: bytes) -> dict[str, Any]:
+    parsed = json_codec.loads(data) if data else {}
+    return parsed if isinstance(parsed, dict) else {"items": parsed}
+
+
+def list_page(data: bytes) -> dict[str, Any]:
     """A LIST page of pods or nodes as a dict, each object without its managedFields."""
     try:
         page = _decoder.decode(data)
     except (msgspec.ValidationError, msgspec.DecodeError):
-        parsed = json_codec.loads(data) if data else {}
-        return parsed if isinstance(parsed, dict) else {"items": parsed}
+        return _plain(data)
     out: dict[str, Any] = {}
     for name in _PAGE_FIELDS:
         value = getattr(page, name)
@@ -107,3 +125,17 @@ def decode_without_managed_fields(data: bytes) -> dict[str, Any]:
             out[name] = value
     out["items"] = [_as_dict(obj) for obj in page.items or ()]
     return out
+
+
+def watch_event(line: bytes) -> Any:
+    """One line of a watch of pods or nodes: the event, its object without managedFields.
+    Whatever is not an object event is decoded by json_codec as it is (the caller checks
+    that it is an object)."""
+    try:
+        event = _event_decoder.decode(line)
+        if not isinstance(event.type, str) or event.type not in _OBJECT_EVENTS or not event.object:
+            return json_codec.loads(line)
+        obj = _object_decoder.decode(event.object)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return json_codec.loads(line)
+    return {"type": event.type, "object": _as_dict(obj)}
