@@ -112,6 +112,9 @@ class RunOptions:
     """events held for the API server before a burst makes the recorder drop (counted)."""
     preemption_policies: bool = False  # reconcile PreemptionPolicy objects (scheduler.policy)
     features: FeatureGates = field(default_factory=FeatureGates)
+    watch_list: bool = True
+    """the pods' and nodes' informers fill their stores with a streaming watch list, as
+    upstream's do (client/informer.py); off only for a test connection that cannot."""
     on_caches_synced: Callable[[], None] | None = None
     """called once, when every informer has first listed, before leader election and
     scheduling start: the process settles its heap there (scheduler/collector.py)."""
@@ -348,10 +351,12 @@ class SchedulerApp:
             update_transform=pod_update_from_dict,
             field_selector=POD_FIELD_SELECTOR, on_transform_error=self._bad_pod, name="pods",
             store=self.pods, list_decoder=list_page, event_decoder=watch_event,
+            watch_list=self.options.watch_list,
         )  # fmt: skip
         self.node_informer: Informer[NodeInfo] = Informer(
             self.connection, NODES, node_from_dict, self.node_handler, name="nodes",
             list_decoder=list_page, event_decoder=watch_event,
+            watch_list=self.options.watch_list,
         )  # fmt: skip
         self.other_informers: list[Informer[Any]] = [
             self.pdb_informer,

@@ -150,6 +150,15 @@ def object_key(raw: Raw) -> str:
     return f"{namespace}/{name}" if namespace else str(name)
 
 
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+
+
+def _ends_initial_events(raw: Raw) -> bool:
+    meta = raw.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    return isinstance(annotations, dict) and annotations.get(INITIAL_EVENTS_END) == "true"
+
+
 def _resource_version(raw: Raw) -> str:
     return str((raw.get("metadata") or {}).get("resourceVersion", ""))
 
@@ -214,11 +223,14 @@ class Informer(Generic[T]):
         store: Store[T] | None = None,
         list_decoder: Callable[[bytes], Raw] | None = None,
         event_decoder: Callable[[bytes], Any] | None = None,
+        watch_list: bool = False,
     ) -> None:
         """`store`: where the records live (default: a new one); the app passes the pods'
         own so the parts built before the informer can already hold it. `list_decoder`
         and `event_decoder`: how a LIST page's body and a watch line are read, when not
-        as plain JSON (lean_json: pods and nodes without their managedFields)."""
+        as plain JSON (lean_json: pods and nodes without their managedFields).
+        `watch_list`: fill the store with a streaming watch list instead of a LIST
+        (below), falling back to LIST for good when the server cannot serve one."""
         self._connection = connection
         self.resource = resource
         self._transform = transform
@@ -236,6 +248,8 @@ class Informer(Generic[T]):
         self._relist_after_error = relist_after_error
         self._list_decoder = list_decoder
         self._event_decoder = event_decoder
+        self._watch_list = watch_list
+        self._need_list = True
         self.name = name or str(resource)
         self.store: Store[T] = store if store is not None else Store()
         self._state = InformerState.CREATED
@@ -332,20 +346,28 @@ class Informer(Generic[T]):
 
     # ---- the loop ----------------------------------------------------------------
     async def _main(self) -> None:
-        need_list = True
+        # True until a LIST (or a watch list's initial events) has filled the store at a
+        # resourceVersion a watch can go on from
+        self._need_list = True
         consecutive_gone = 0
         while True:
             try:
-                if need_list:
+                if self._need_list and self._watch_list:
+                    # on success the same stream went on as the watch until it ended
+                    if await self._watch_list_once():
+                        consecutive_gone = 0
+                        continue
+                    self._watch_list = False  # not served here: LIST from now on
+                if self._need_list:
                     await self._relist()
-                    need_list = False
+                    self._need_list = False
                 await self._watch_once()
                 consecutive_gone = 0
             except Gone as exc:
                 self._observe_error(exc)
                 self._gone += 1
                 consecutive_gone += 1
-                need_list = True
+                self._need_list = True
                 log.info("watch expired, re-listing resource=%s error=%s", self.name, exc)
                 if consecutive_gone > 2:  # a 410 loop: do not spin
                     await self._sleep(self._backoff.next_delay())
@@ -359,13 +381,13 @@ class Informer(Generic[T]):
                 log.log(
                     level,
                     "%s failed, retrying resource=%s delay=%.2fs error=%s",
-                    "list" if need_list else "watch",
+                    "list" if self._need_list else "watch",
                     self.name,
                     delay,
                     exc,
                     exc_info=not isinstance(exc, ApiError),
                 )
-                need_list = need_list or self._relist_after_error
+                self._need_list = self._need_list or self._relist_after_error
                 await self._sleep(delay)
 
     def _observe_error(self, exc: Exception) -> None:
@@ -409,9 +431,14 @@ class Informer(Generic[T]):
         finally:
             if fetch is not None and not fetch.done():
                 fetch.cancel()
+        self._listed(listed, resource_version)
+
+    def _listed(self, listed: builtins.list[_Listed[T]], resource_version: str) -> None:
+        """A complete listing (a LIST, or a watch list's initial events) applied."""
         self._lists += 1
         self._replace(listed)
         self._resource_version = resource_version
+        self._need_list = False
         if self.on_list is not None:  # once the listing's handlers have run
             self.on_list(self.name)
         log.info(
@@ -432,6 +459,81 @@ class Informer(Generic[T]):
         return await self._connection.request(
             "GET", self.resource.path, query=query, decode=self._list_decoder
         )
+
+    async def _watch_list_once(self) -> bool:
+        """Fill the store from a streaming watch list, as client-go's reflector does when
+        its WatchListClient feature is on (the default from v1.35; the API server's
+        WatchList, on by default from v1.34): a watch with sendInitialEvents=true
+        answers with an ADDED event for every object, then a BOOKMARK annotated
+        `k8s.io/initial-events-end` at the resourceVersion of that state
+        (client-go tools/cache/reflector.go watchList; apiserver storage/cacher). The
+        objects are read into records as they come; the store and the handlers see the
+        whole state at the bookmark, as after a LIST (`_replace`). The same stream then
+        goes on as the watch. The state comes from the API server's watch cache in one
+        stream, instead of a LIST page by page.
+
+        Returns False, having changed nothing, when the server does not serve watch
+        lists: it refused the request as invalid (the gate off: 422/400), or the stream
+        ended without the end bookmark (a server that ignores sendInitialEvents). Any
+        other failure raises, and the next attempt is a watch list again."""
+        query = [
+            *self._selectors(),
+            ("sendInitialEvents", "true"),
+            ("resourceVersionMatch", "NotOlderThan"),
+            ("resourceVersion", ""),
+            ("allowWatchBookmarks", "true"),
+        ]
+        self._watches += 1
+        listed: builtins.list[_Listed[T]] = []
+        initial = True
+        stream = (
+            self._connection.watch(
+                self.resource.path, query=query, timeout_seconds=self._watch_timeout
+            )
+            if self._event_decoder is None
+            else self._connection.watch(
+                self.resource.path,
+                query=query,
+                timeout_seconds=self._watch_timeout,
+                decode=self._event_decoder,
+            )
+        )
+        try:
+            async with contextlib.aclosing(stream) as events:
+                async for event in events:
+                    if not initial:
+                        self._handle(event)
+                        continue
+                    kind = event.get("type")
+                    raw = event.get("object") or {}
+                    if kind == "ADDED":
+                        if self.on_event is not None:
+                            self.on_event(self.name, "ADDED")
+                        self._read_page([raw], listed)
+                    elif kind == "BOOKMARK" and _ends_initial_events(raw):
+                        if self.on_event is not None:
+                            self.on_event(self.name, "BOOKMARK")
+                        initial = False
+                        self._listed(listed, _resource_version(raw))
+                        listed = []
+                        self._backoff.reset()
+                    else:  # an ERROR (410: Gone), an early bookmark, anything else
+                        self._handle(event)
+        except ApiError as exc:
+            if initial and exc.status in (400, 422):
+                log.warning(
+                    "watch list refused, listing instead resource=%s error=%s", self.name, exc
+                )
+                return False
+            raise
+        if initial:
+            log.warning(
+                "watch list ended before its initial events did, listing instead resource=%s",
+                self.name,
+            )
+            return False
+        self._backoff.reset()
+        return True
 
     def _read_page(self, items: builtins.list[Raw], listed: builtins.list[_Listed[T]]) -> None:
         """Append (key, version, record) for each object of one LIST page; the record is

@@ -67,8 +67,9 @@ def delete_pod(cluster: ClusterHandle, ns: str, name: str) -> None:
     cluster.api("DELETE", f"/api/v1/namespaces/{ns}/pods/{name}", {"gracePeriodSeconds": 0})
 
 
+@pytest.mark.parametrize("watch_list", [False, True], ids=["list", "watch-list"])
 async def test_list_and_watch_see_adds_updates_and_deletes(
-    cluster: ClusterHandle, conn: Connection
+    cluster: ClusterHandle, conn: Connection, watch_list: bool
 ) -> None:
     ns = cluster.create_namespace(f"inf-{uuid.uuid4().hex[:6]}")
     cluster.create_pod(ns, pod_manifest("before", scheduler_name="nobody"))
@@ -80,11 +81,15 @@ async def test_list_and_watch_see_adds_updates_and_deletes(
         handler,
         field_selector="status.phase!=Succeeded,status.phase!=Failed",
         page_size=1,
+        watch_list=watch_list,
     )
     task = asyncio.create_task(informer.run())
     async with asyncio.timeout(20):
         await informer.wait_synced()
     assert handler.calls == [("add", "before")]
+    assert informer.statistics().lists == 1
+    # the API server served the watch list (v1.37: WatchList on); it did not fall back
+    assert informer._watch_list is watch_list
 
     cluster.create_pod(ns, pod_manifest("after", scheduler_name="nobody"))
     await until(lambda: ("add", "after") in handler.calls)

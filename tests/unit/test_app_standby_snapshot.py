@@ -1,7 +1,7 @@
 """scheduler.app: a standby (leader election on, another replica holds the Lease) keeps
 the scheduling loop's snapshot current, so the cycle that follows a won lease does not
 copy every node first (loop.py keep_snapshot_current). The real SchedulerApp runs; only
-the connection is scripted: a LIST of nodes, watches that never end, a Lease another
+the connection is scripted: a LIST or watch list of nodes, watches that never end, a Lease another
 replica holds for an hour."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from scheduler.catalog import default_config
 from scheduler.client.connection import Response
 from scheduler.server import ServingOptions
 from tests.unit.helpers.builders import make_node
+from tests.unit.helpers.watch_list import initial_events, is_watch_list
 
 Raw = dict[str, Any]
 NODES = [make_node(f"n{i}").raw() for i in range(30)]
@@ -28,9 +29,11 @@ class StandbyConnection:
         items = NODES if path == "/api/v1/nodes" else []
         return {"metadata": {"resourceVersion": "10"}, "items": items}
 
-    async def watch(self, path: str, **_: Any) -> AsyncGenerator[Raw, None]:
+    async def watch(self, path: str, query: Any = None, **_: Any) -> AsyncGenerator[Raw, None]:
+        if is_watch_list(query):
+            for event in initial_events(NODES if path == "/api/v1/nodes" else []):
+                yield event
         await asyncio.Event().wait()
-        yield {}  # never reached: makes this an async generator
 
     async def request_raw(self, method: str, path: str, **_: Any) -> Response:
         if "/leases/" in path and method == "GET":

@@ -15,14 +15,15 @@ from scheduler.catalog import default_config
 from scheduler.client.connection import Response
 from scheduler.features import FeatureGates
 from tests.unit.helpers.builders import make_node, make_pod
+from tests.unit.helpers.watch_list import initial_events, is_watch_list
 
 Raw = dict[str, Any]
 GONE = {"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}}
 
 
 class ScriptedConnection:
-    """Every LIST is empty; the first pods WATCH ends in 410 Gone, every later watch
-    blocks; writes wait for `release` when it is given."""
+    """Every LIST and watch list is empty; the first pods WATCH ends in 410 Gone (after
+    its initial events, when a watch list), every later watch blocks; writes wait for `release` when it is given."""
 
     def __init__(self, release: asyncio.Event | None = None) -> None:
         self.release = release
@@ -32,7 +33,10 @@ class ScriptedConnection:
     async def request(self, method: str, path: str, **_: Any) -> Raw:
         return {"metadata": {"resourceVersion": "10"}, "items": []}
 
-    async def watch(self, path: str, **_: Any) -> AsyncGenerator[Raw, None]:
+    async def watch(self, path: str, query: Any = None, **_: Any) -> AsyncGenerator[Raw, None]:
+        if is_watch_list(query):  # an empty state, then as a watch
+            for event in initial_events([]):
+                yield event
         if path == "/api/v1/pods":
             self.pod_watches += 1
             if self.pod_watches == 1:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from scheduler.client.backoff import Backoff
-from scheduler.client.errors import ConnectionFailed, Gone, ServerError
+from scheduler.client.errors import ConnectionFailed, Gone, Invalid, ServerError
 from scheduler.client.informer import (
     PODS,
     Informer,
@@ -521,3 +521,126 @@ async def test_cancelling_run_propagates_the_cancellation() -> None:
 )
 def test_resource_paths(resource: Resource, path: str) -> None:
     assert resource.path == path
+
+
+# ---- watch list (sendInitialEvents) ---------------------------------------------------
+def initial_end(rv: str) -> Raw:
+    meta = {"resourceVersion": rv, "annotations": {"k8s.io/initial-events-end": "true"}}
+    return ev("BOOKMARK", {"kind": "Pod", "metadata": meta})
+
+
+async def test_a_watch_list_fills_the_store_at_its_end_bookmark_then_goes_on_as_the_watch() -> None:
+    h = Harness(field_selector="status.phase!=Succeeded", watch_list=True)
+    seen_at_second_add: list[list[tuple[str, ...]]] = []
+    original = h.informer._read_page
+
+    def read_page(items: list[Raw], listed: Any) -> None:
+        if items and items[0]["metadata"]["name"] == "b":
+            seen_at_second_add.append(list(h.handler.calls))
+        original(items, listed)
+
+    h.informer._read_page = read_page  # type: ignore[method-assign]
+    h.conn.watches.append(
+        [
+            ev("ADDED", pod("a", "1")),
+            ev("BOOKMARK", {"metadata": {"resourceVersion": "5"}}),  # not the end
+            ev("ADDED", pod("b", "2")),
+            initial_end("10"),
+            ev("MODIFIED", pod("a", "11", app="x")),
+            ev("DELETED", pod("b", "12")),
+        ]
+    )
+    h.start()
+    await h.informer.wait_synced()
+    await h.until(lambda: len(h.handler.calls) == 4)
+    # nothing was handed on before the end bookmark; then the whole state, then the
+    # stream's own events
+    assert seen_at_second_add == [[]]
+    assert h.handler.calls == [
+        ("add", "default/a", "1"),
+        ("add", "default/b", "2"),
+        ("update", "default/a", "1", "11"),
+        ("delete", "default/b"),
+    ]
+    assert h.informer.resource_version == "12"
+    assert h.conn.list_queries == []  # no LIST at all
+    assert h.conn.watch_queries == [
+        {
+            "fieldSelector": "status.phase!=Succeeded",
+            "sendInitialEvents": "true",
+            "resourceVersionMatch": "NotOlderThan",
+            "resourceVersion": "",
+            "allowWatchBookmarks": "true",
+        }
+    ]
+    assert h.informer.statistics().lists == 1
+    await h.stop()
+
+
+async def test_after_a_watch_list_the_next_watch_resumes_from_its_resource_version() -> None:
+    h = Harness(watch_list=True)
+    h.conn.watches.append([ev("ADDED", pod("a", "1")), initial_end("10"), END])
+    h.conn.watches.append([ev("ADDED", pod("c", "11"))])
+    h.start()
+    await h.until(lambda: len(h.handler.calls) == 2)
+    assert h.conn.watch_queries[1] == {"resourceVersion": "10", "allowWatchBookmarks": "true"}
+    await h.stop()
+
+
+async def test_a_gone_watch_list_is_tried_again_and_emits_only_the_differences() -> None:
+    h = Harness(watch_list=True)
+    h.conn.watches.append([ev("ADDED", pod("keep", "1")), ev("ADDED", pod("vanish", "2"))])
+    h.conn.watches[0] += [initial_end("5"), gone_event()]
+    h.conn.watches.append([ev("ADDED", pod("keep", "1")), ev("ADDED", pod("new", "7"))])
+    h.conn.watches[1].append(initial_end("9"))
+    h.start()
+    await h.until(lambda: h.informer.resource_version == "9")
+    assert h.handler.calls == [
+        ("add", "default/keep", "1"),
+        ("add", "default/vanish", "2"),
+        ("add", "default/new", "7"),
+        ("delete", "default/vanish"),
+    ]
+    assert h.conn.list_queries == []
+    assert h.informer.statistics().gone == 1
+    await h.stop()
+
+
+async def test_a_watch_list_cut_before_its_end_is_tried_again_with_nothing_applied() -> None:
+    h = Harness(watch_list=True)
+    h.conn.watches.append([ev("ADDED", pod("a", "1")), ConnectionFailed("reset")])
+    h.conn.watches.append([ev("ADDED", pod("b", "2")), initial_end("6")])
+    h.start()
+    await h.informer.wait_synced()
+    assert h.handler.calls == [("add", "default/b", "2")]
+    assert [q.get("sendInitialEvents") for q in h.conn.watch_queries] == ["true", "true"]
+    assert h.delays == [1.0]
+    await h.stop()
+
+
+@pytest.mark.parametrize("refusal", [Invalid(422, "Invalid", "sendInitialEvents is forbidden")])
+async def test_a_refused_watch_list_falls_back_to_list_for_good(refusal: Exception) -> None:
+    h = Harness(watch_list=True)
+    h.conn.watches.append([refusal])
+    h.conn.lists.append(page(pod("a", "1"), rv="5"))
+    h.conn.watches.append([gone_event()])
+    h.conn.lists.append(page(pod("a", "1"), rv="8"))
+    h.start()
+    await h.until(lambda: len(h.conn.list_queries) == 2)
+    await h.informer.wait_synced()
+    assert h.handler.calls == [("add", "default/a", "1")]
+    # the refusal, then plain watches only
+    assert [q.get("sendInitialEvents") for q in h.conn.watch_queries] == ["true", None]
+    await h.stop()
+
+
+async def test_a_watch_list_that_ends_without_its_end_bookmark_falls_back_to_list() -> None:
+    # a server that ignores sendInitialEvents answers with a plain watch from now on
+    h = Harness(watch_list=True)
+    h.conn.watches.append([ev("ADDED", pod("late", "3")), END])
+    h.conn.lists.append(page(pod("a", "1"), rv="5"))
+    h.start()
+    await h.informer.wait_synced()
+    assert h.handler.calls == [("add", "default/a", "1")]
+    assert len(h.conn.list_queries) == 1
+    await h.stop()
