@@ -45,7 +45,7 @@ import builtins
 import contextlib
 import enum
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -486,18 +486,7 @@ class Informer(Generic[T]):
         self._watches += 1
         listed: builtins.list[_Listed[T]] = []
         initial = True
-        stream = (
-            self._connection.watch(
-                self.resource.path, query=query, timeout_seconds=self._watch_timeout
-            )
-            if self._event_decoder is None
-            else self._connection.watch(
-                self.resource.path,
-                query=query,
-                timeout_seconds=self._watch_timeout,
-                decode=self._event_decoder,
-            )
-        )
+        stream = self._open_watch(query)
         try:
             async with contextlib.aclosing(stream) as events:
                 async for event in events:
@@ -577,18 +566,7 @@ class Informer(Generic[T]):
         ]
         self._watches += 1
         healthy = False
-        stream = (
-            self._connection.watch(
-                self.resource.path, query=query, timeout_seconds=self._watch_timeout
-            )
-            if self._event_decoder is None
-            else self._connection.watch(
-                self.resource.path,
-                query=query,
-                timeout_seconds=self._watch_timeout,
-                decode=self._event_decoder,
-            )
-        )
+        stream = self._open_watch(query)
         async with contextlib.aclosing(stream) as events:
             async for event in events:
                 if not healthy:
@@ -597,6 +575,18 @@ class Informer(Generic[T]):
                 self._handle(event)
         # a clean end at timeoutSeconds: the stream worked
         self._backoff.reset()
+
+    def _open_watch(self, query: builtins.list[tuple[str, str]]) -> AsyncGenerator[Raw, None]:
+        if self._event_decoder is None:
+            return self._connection.watch(
+                self.resource.path, query=query, timeout_seconds=self._watch_timeout
+            )
+        return self._connection.watch(
+            self.resource.path,
+            query=query,
+            timeout_seconds=self._watch_timeout,
+            decode=self._event_decoder,
+        )
 
     def _handle(self, event: Raw) -> None:
         kind = event.get("type")
