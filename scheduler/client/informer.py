@@ -6,7 +6,9 @@ shape is client-go's reflector + a minimal shared informer:
 1. LIST in pages (limit/continue) from etcd (a consistent read), transform each raw
    object once into a record T, and diff against the store: on_add for new keys,
    on_update for keys whose resourceVersion changed, on_delete for keys that vanished.
-   After the first LIST `has_synced` is true.
+   After the first LIST `has_synced` is true. With `watch_list` (pods and nodes), 1
+   is a streaming watch list instead, as client-go's reflector does by default: the
+   same records and differences, handed on at its end bookmark (`_watch_list_once`).
 2. WATCH from the list's resourceVersion with allowWatchBookmarks and timeoutSeconds.
    Every event moves the resourceVersion on; BOOKMARKs only do that. A stream that ends
    at timeoutSeconds is re-opened at once from the last resourceVersion.
