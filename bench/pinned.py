@@ -3,6 +3,7 @@
     python -m bench run --suite pinned [--sizes 500,1000,5000] [--workloads A,B,...]
         [--schedulers upstream,ours-async,ceiling] [--shapes drain,arrival]
         [--rate 100] [--pods-scale 1.0] [--no-memory] [--contender-cpu 1]
+        [--init-pods N [--init-concurrency 64]]
 
 For each size, ONE local cluster (etcd, kube-apiserver, kube-controller-manager, kwok)
 serves every workload and contender: the harness pins itself and so the control plane
@@ -19,6 +20,12 @@ Shapes (bench/stats.py window_figures says exactly how each figure is cut):
   latency is from the contender's start;
 - arrival: the contender binds a warm-up pod, then the measured pods are created at
   `--rate` pods/s; window from the first create to the last bind.
+
+`--init-pods N` (issue 26, start-up at scale): right after its nodes, the cluster of
+every size is filled with N bound pods shaped as a Deployment's (bench/scale_pods.py,
+bench/scale_fill.py) in a namespace of their own, kept for every run of that size; both
+contenders list them at start and hold them in their caches. From LARGE_POD_THRESHOLD
+(50,000) pods the control plane runs in its `large` mode (kas_dev/cluster/local.py).
 
 The ceiling (`python -m bench.binder`, pinned the same way) runs the drain shape of the
 workloads marked for it (SchedulingBasic). The Memory workload (5000 nodes, 20000 pods
@@ -55,7 +62,7 @@ import aiohttp
 import psutil
 
 from bench import pinned_workloads as pw
-from bench import pinning, scrape, stats
+from bench import pinning, scale_fill, scrape, stats
 from bench.api import Api, ApiError
 from bench.procs import Monitor, command_for
 from bench.runner import Recorder, _setup, create_pods, host_load
@@ -86,6 +93,13 @@ class PinnedOptions:
     generic_workload: bool = False
     """The GenericWorkload gate on the cluster and both schedulers (set when the matrix
     holds a gang workload)."""
+    init_pods: int = 0
+    """Bound pods (bench/scale_pods.py) the cluster of every size is filled with before
+    its workloads (`--init-pods`)."""
+    init_concurrency: int = CONCURRENCY
+    large_cluster: bool = False
+    """The control plane's `large` mode (kas_dev/cluster/local.py): set for
+    LARGE_POD_THRESHOLD init pods or more."""
 
 
 @dataclass
@@ -110,12 +124,18 @@ class Session:
         progress(f"{label}: starting the control plane on CPU(s) "
                  f"{sorted(self.plan.control_plane)}", True)  # fmt: skip
         await asyncio.to_thread(
-            functools.partial(self.cluster.up, 0, generic_workload=self.opts.generic_workload)
+            functools.partial(
+                self.cluster.up,
+                0,
+                generic_workload=self.opts.generic_workload,
+                large=self.opts.large_cluster,
+            )
         )
         self.info["cluster_up_s"] = round(time.monotonic() - t, 1)
+        self.info["large_mode"] = self.opts.large_cluster
         self.api = Api(
             self.cluster.kubeconfig,
-            connections=self.opts.concurrency + 8,
+            connections=max(self.opts.concurrency, self.opts.init_concurrency) + 8,
             user_agent="kas-bench-harness",
             timeout=120.0,
         )
@@ -126,6 +146,19 @@ class Session:
         await self._create_nodes(progress, label)
         self.info["nodes_created_s"] = round(time.monotonic() - t, 1)
         self.kubeconfig = await _setup(self.api, self.cluster, self.base)
+        if self.opts.init_pods:
+            # before any contender: both start with these pods in the cluster
+            self.info["init_pods"] = await scale_fill.fill(
+                self.api,
+                self.opts.init_pods,
+                self.nodes,
+                self.opts.init_concurrency,
+                progress,
+                label,
+            )
+            self.info["control_plane_rss_mib"] = self.control_plane_rss()
+            progress(f"{label}: control plane RSS (MiB) {self.info['control_plane_rss_mib']}",
+                     True)  # fmt: skip
         self.narrow()
         self.info["control_plane"] = await self.control_plane_load(5.0)
         self.info["control_plane_affinity"] = {
@@ -155,6 +188,15 @@ class Session:
                     progress(f"{label}: {done}/{self.nodes} nodes", False)
 
         await asyncio.gather(*(worker() for _ in range(self.opts.concurrency)))
+
+    def control_plane_rss(self) -> dict[str, float]:
+        """Resident memory of each control-plane process now, MiB."""
+        out = {}
+        pids = self.cluster.state.pids if self.cluster and self.cluster.state else {}
+        for name, pid in pids.items():
+            with contextlib.suppress(psutil.Error):
+                out[name] = round(psutil.Process(pid).memory_info().rss / 2**20, 1)
+        return out
 
     async def control_plane_load(self, seconds: float) -> dict[str, Any]:
         """CPU of each control-plane process over `seconds` of idling (nothing scheduled),
@@ -391,7 +433,9 @@ class Session:
                     _create_paced(api, manifests, self.opts.rate, self.opts.concurrency, created)
                 )
             affinity: list[list[int]] = []
-            deadline = t0 + w.timeout_s
+            # a contender's start-up grows with the pods it lists first: a second per
+            # thousand init pods more before a run counts as failed
+            deadline = t0 + w.timeout_s + self.opts.init_pods / 1000
             last_print = 0.0
             while True:
                 # a measured pod a preemptor evicted before its bind is settled too
@@ -440,6 +484,7 @@ class Session:
                 # what the binary itself reports at start ("Golang settings" line)
                 result["process"]["gomaxprocs_logged"] = _logged_gomaxprocs(monitor.log)
             result["phases"] = phases
+            result["control_plane_rss_mib"] = self.control_plane_rss()
             result["watch_restarts"] = rec.restarts
             evicted = rec.evicted_unbound("measured")
             result["measured"]["evicted_before_bind"] = len(evicted)

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from bench import pinned_workloads as pw
-from bench import pinning, procs
+from bench import pinning, procs, scale_pods
 from bench.pinned import PinnedOptions, matrix, run_suite
+from kas_dev.cluster.local import LARGE_POD_THRESHOLD
 
 DEFAULT_SCHEDULERS = ("upstream", "ours-async", "ceiling")
 
@@ -51,10 +52,38 @@ def add_arguments(r: argparse.ArgumentParser) -> None:
         help="the core of the scheduler under test (default: the highest one)",
     )
     g.add_argument(
+        "--init-pods",
+        type=int,
+        default=0,
+        help="fill each size's cluster with N bound Deployment-like pods before the "
+        "workloads (bench/scale_pods.py); from 50000 the control plane runs in large mode",
+    )
+    g.add_argument(
+        "--init-concurrency",
+        type=int,
+        default=64,
+        help="creates in flight while filling the cluster (default 64)",
+    )
+    g.add_argument(
         "--no-kwok-nodes",
         action="store_true",
         help="nodes without kwok (no leases, no pod status writes), as scheduler_perf",
     )
+
+
+def check_init_pods(init_pods: int, sizes: list[int], workloads: list[pw.PinnedWorkload]) -> None:
+    """ValueError unless `init_pods` fit beside every workload of the matrix: within their
+    share of every size's nodes, and not beside a preemption workload, whose init set
+    fills the nodes (victims and preemptors are sized for otherwise empty nodes)."""
+    if init_pods == 0:
+        return
+    for n in sizes:
+        scale_pods.check_fits(init_pods, n)
+    full = sorted({w.name for w in workloads if w.preempts})
+    if full:
+        raise ValueError(
+            f"--init-pods does not go with {', '.join(full)}: their init pods fill the nodes"
+        )
 
 
 def run(args: argparse.Namespace, machine: dict[str, Any], versions_of: Any) -> int:
@@ -90,6 +119,7 @@ def run(args: argparse.Namespace, machine: dict[str, Any], versions_of: Any) -> 
             memory=not args.no_memory,
         )
         plan = pinning.plan(os.sched_getaffinity(0), args.contender_cpu)
+        check_init_pods(args.init_pods, sizes, workloads)
     except ValueError as exc:
         print(f"bench: {exc}", file=sys.stderr)
         return 2
@@ -120,6 +150,9 @@ def run(args: argparse.Namespace, machine: dict[str, Any], versions_of: Any) -> 
         concurrency=args.concurrency,
         kwok_nodes=not args.no_kwok_nodes,
         keep=args.keep,
+        init_pods=args.init_pods,
+        init_concurrency=args.init_concurrency,
+        large_cluster=args.init_pods >= LARGE_POD_THRESHOLD,
     )
     doc: dict[str, Any] = {
         "suite": "pinned",
@@ -143,6 +176,9 @@ def run(args: argparse.Namespace, machine: dict[str, Any], versions_of: Any) -> 
             "schedulers": wanted,
             "shapes": shapes,
             "sizes": sizes,
+            "init_pods": opts.init_pods,
+            "init_concurrency": opts.init_concurrency,
+            "large_cluster": opts.large_cluster,
         },
         "clusters": {},
         "runs": [],
@@ -184,7 +220,11 @@ def run(args: argparse.Namespace, machine: dict[str, Any], versions_of: Any) -> 
     # them too, under each size's table)
     for line in pinned_report.pod_group_tables(doc):
         print(line)
-    if not args.no_docs:
+    if opts.init_pods:
+        # report.latest_results passes over a scale run: regenerating now would write the
+        # previous pinned matrix's tables again, or none
+        print("bench: docs not regenerated (an --init-pods run; see docs/performance.md)")
+    elif not args.no_docs:
         from bench import report
 
         written = report.write_docs(report.latest_results(out_dir))

@@ -362,14 +362,18 @@ def render_markdown(docs: Sequence[tuple[dict[str, Any], str, Sequence[str]]]) -
 
 
 def latest_results(folder: Path) -> list[Path]:
-    """The newest result file of each suite in `folder`."""
+    """The newest result file of each suite in `folder`. A pinned run with `--init-pods`
+    (start-up at scale, usually one size and one workload) never stands for the pinned
+    suite: its figures are written up by hand in docs/performance.md."""
     newest: dict[str, Path] = {}
     for p in sorted(folder.glob("*.json")):
         try:
-            name = json.loads(p.read_text()).get("suite", p.stem)
+            doc = json.loads(p.read_text())
         except (OSError, ValueError):
             continue
-        newest[name] = p  # names sort by their UTC timestamp
+        if (doc.get("options") or {}).get("init_pods"):
+            continue
+        newest[doc.get("suite", p.stem)] = p  # names sort by their UTC timestamp
     return sorted(newest.values(), key=suite_order)
 
 

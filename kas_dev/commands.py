@@ -31,6 +31,7 @@ def cluster_up(args: argparse.Namespace) -> int:
             progress=lambda m: print(f"==> {m}", flush=True),
             real_nodes=args.real_nodes or (1 if args.real_node else 0),
             generic_workload=args.generic_workload,
+            large=args.large,
         )
     except ClusterError as exc:
         return fail(str(exc), EXIT_RUNTIME)
@@ -39,6 +40,8 @@ def cluster_up(args: argparse.Namespace) -> int:
     print(
         f"api server: {st['api_url']} ({st.get('version')}), nodes Ready: {st.get('nodes_ready')}"
     )
+    if st.get("large"):
+        print("mode:       large (request timeout 5m, GOMEMLIMIT on kube-apiserver)")
     if st.get("feature_gates"):
         print(f"gates:      {', '.join(st['feature_gates'])}")
     print(f"try:        kubectl --kubeconfig {cluster.kubeconfig} get nodes")

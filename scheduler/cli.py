@@ -251,6 +251,12 @@ def build_parser() -> argparse.ArgumentParser:
         "GenericWorkload gate on kube-apiserver, the controller manager and upstream "
         "kube-scheduler",
     )
+    up.add_argument(
+        "--large",
+        action="store_true",
+        help="settings for a large cluster's worth of pods (150,000): a longer request "
+        "timeout and a heap limit on kube-apiserver (docs/local-control-plane.md)",
+    )
     up.set_defaults(func=_checkout_command("kas_dev.commands", "cluster_up"))
     status = csub.add_parser("status", help="show the cluster's processes")
     status.add_argument("--dir", default=DEFAULT_CLUSTER_DIR)

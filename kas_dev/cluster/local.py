@@ -18,6 +18,10 @@ Why these flags:
   nodes keep no leases fresh, and we do not want nodes tainted under the tests' feet. Its
   disruption controller computes PodDisruptionBudget status, which preemption needs.
 - etcd with `--unsafe-no-fsync`: tests and benchmarks, never data anyone keeps.
+- `large=True` (`cluster up --large`): settings for a cluster of a large cluster's worth
+  of pods (150,000 at 5000 nodes, issue 26), chosen by the pinned benchmark when it fills
+  the cluster with 50,000 pods or more (`LARGE_APISERVER_ARGS`, `LARGE_ENV`;
+  docs/local-control-plane.md says each one and why).
 - `generic_workload=True` (`cluster up --generic-workload`): the Workload and PodGroup API
   of v1.37.2 (gangs). Both are behind the GenericWorkload gate (beta, off by default:
   pkg/features/kube_features.go) and served at scheduling.k8s.io/v1beta1, a beta version
@@ -71,6 +75,17 @@ KWOK_STAGES = (
     "pod/fast/pod-delete.yaml",
 )
 
+# `large` mode: a LIST of every pod of a 150,000-pod cluster (about 1 GB of JSON) must not
+# be cut by the default one-minute limit on a non-watch request; pods that wait for
+# their seat behind such LISTs must not time out either
+LARGE_APISERVER_ARGS = ("--request-timeout=5m",)
+# a soft heap limit for kube-apiserver (Go's GC works harder as the heap nears it): its
+# watch cache of 150,000 pods and the LIST responses it builds would otherwise let the
+# heap grow to twice what is live (GOGC=100) on a machine the schedulers share
+LARGE_ENV: dict[str, dict[str, str]] = {"kube-apiserver": {"GOMEMLIMIT": "6GiB"}}
+LARGE_POD_THRESHOLD = 50_000
+"""From how many pods the pinned benchmark brings its cluster up in `large` mode."""
+
 Progress = Callable[[str], None]
 
 
@@ -94,6 +109,8 @@ class ClusterState:
     # Kept in the state so a component restarted later (fault tests) gets them again.
     feature_gates: list[str] = field(default_factory=list)
     runtime_config: list[str] = field(default_factory=list)
+    # `large` mode (LARGE_APISERVER_ARGS, LARGE_ENV), kept for components restarted later
+    large: bool = False
 
     @property
     def api_url(self) -> str:
@@ -185,6 +202,7 @@ class LocalCluster:
         extra_apiserver_args: Iterable[str] = (),
         real_nodes: int = 0,
         generic_workload: bool = False,
+        large: bool = False,
     ) -> None:
         self._check_directory()
         bins = find_binaries(self._bin_dir)
@@ -208,6 +226,7 @@ class LocalCluster:
             binaries={n: str(bins.path(n)) for n in COMPONENTS},
             feature_gates=list(GENERIC_WORKLOAD_GATES) if generic_workload else [],
             runtime_config=list(GENERIC_WORKLOAD_RUNTIME_CONFIG) if generic_workload else [],
+            large=large,
         )
         self._extra_apiserver_args = list(extra_apiserver_args)
         self._real_node_mode = real_nodes > 0
@@ -337,6 +356,7 @@ class LocalCluster:
                     if self.state.runtime_config
                     else []
                 ),
+                *(LARGE_APISERVER_ARGS if self.state.large else ()),
                 *self._extra_apiserver_args,
             ]
         if name == "kube-controller-manager":
@@ -386,7 +406,8 @@ class LocalCluster:
         assert self.state is not None
         bins = bins or find_binaries(Path(self.state.bin_dir))
         for attempt in range(4):
-            pid = process.start(name, self._argv(name, bins), self.log_dir)
+            env = LARGE_ENV.get(name) if self.state.large else None
+            pid = process.start(name, self._argv(name, bins), self.log_dir, env)
             self.state.pids[name] = pid
             self.state.started.append((name, pid))
             self._save_state()
@@ -605,6 +626,7 @@ class LocalCluster:
             "kubeconfig": str(self.kubeconfig),
             "version": self.state.version,
             "feature_gates": list(self.state.feature_gates),
+            "large": self.state.large,
             "components": {
                 n: {
                     "pid": self.state.pids.get(n),
