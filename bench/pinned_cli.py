@@ -124,7 +124,7 @@ def run(args: argparse.Namespace, machine: dict[str, Any], versions_of: Any) -> 
         print(f"bench: {exc}", file=sys.stderr)
         return 2
     wanted = [s.strip() for s in (args.schedulers or ",".join(DEFAULT_SCHEDULERS)).split(",")]
-    unknown = [s for s in wanted if s not in procs.SCHEDULERS]
+    unknown = [s for s in wanted if s not in (*procs.SCHEDULERS, *procs.PROFILED)]
     if unknown:
         print(f"bench: unknown scheduler(s) {', '.join(unknown)}", file=sys.stderr)
         return 2

@@ -26,6 +26,9 @@ from bench.workloads import SCHEDULER_NAME
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEDULERS = ("upstream", "ours-async", "ours-sync", "ceiling")
+# run only when named, after the compared contenders: ours-async in bench/memstats.py,
+# which writes where its heap goes (its CPU and RSS are a profile's, not comparable)
+PROFILED = ("ours-memstats",)
 # `python -m scheduler` of this checkout (PYTHONPATH=ROOT below), run by the interpreter
 # running the harness: a worktree without a venv of its own benchmarks its own code
 OURS_CLI = (sys.executable, "-m", "scheduler")
@@ -45,8 +48,8 @@ def scheduler_config(
     `leader_election` (the config's leaderElection section) is given. Ours also gets
     DefaultPreemption's `mode` (upstream's strict decoder would refuse that field)."""
     profile: dict[str, Any] = {"schedulerName": SCHEDULER_NAME}
-    if contender in ("ours-async", "ours-sync"):
-        mode = "Async" if contender == "ours-async" else "Sync"
+    if contender in ("ours-async", "ours-sync", "ours-memstats"):
+        mode = "Sync" if contender == "ours-sync" else "Async"
         profile["pluginConfig"] = [
             {
                 "name": "DefaultPreemption",
@@ -157,6 +160,15 @@ def command_for(
             else ["--secure-port=0"]
         )  # fmt: skip
         return [str(bin_dir / "kube-scheduler"), f"--config={cfg}", *serving, "-v=1", *gates]
+    if contender == "ours-memstats":
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        out = ROOT / "bench" / "results" / f"memstats-{stamp}.txt"
+        return [
+            sys.executable, "-m", "bench.memstats", "--out", str(out), "--",
+            "run", "--config", str(cfg), "--kubeconfig", str(kubeconfig),
+            "--secure-port", "0", "--bind-address", "127.0.0.1",
+            *gates,
+        ]  # fmt: skip
     if contender in ("ours-async", "ours-sync"):
         # KAS_BENCH_PYINSTRUMENT=<file>: run ours under pyinstrument's sampling profiler
         # (the text report is written when the harness stops it with SIGTERM), to see
@@ -209,7 +221,7 @@ class Monitor:
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
-        if self.argv[:3] == list(OURS_CLI):
+        if self.argv[:3] in (list(OURS_CLI), [sys.executable, "-m", "bench.memstats"]):
             env["PYTHONPATH"] = ours_env()["PYTHONPATH"]
         with self.log.open("ab") as out:
             self.started_at = time.monotonic()
