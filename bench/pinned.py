@@ -64,7 +64,7 @@ import psutil
 from bench import pinned_workloads as pw
 from bench import pinning, scale_fill, scrape, stats
 from bench.api import Api, ApiError
-from bench.procs import Monitor, command_for
+from bench.procs import PROFILED, Monitor, command_for
 from bench.runner import Recorder, _setup, create_pods, host_load
 from bench.workloads import NAMESPACE, ROLE_LABEL, warmup_pod
 from kas_dev.cluster.local import LocalCluster
@@ -476,7 +476,8 @@ class Session:
                     await _wait(lambda: rec.count_bound("churn") >= len(churned), 10,
                                 "the preemptors")  # fmt: skip
             alive_at_end = monitor.alive()
-            await monitor.stop()
+            # a profiling contender writes its last heap breakdown on the way out
+            await monitor.stop(grace_s=180.0 if contender in PROFILED else 15.0)
             result.update(_figures(w, shape, contender, rec, started, created, churned, monitor))
             result["process"]["affinity"] = affinity
             result["process"]["gomaxprocs"] = env.get("GOMAXPROCS")
