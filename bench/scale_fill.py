@@ -92,14 +92,16 @@ async def _wait_running(api: Api, progress: Progress, what: str) -> float:
     """Until no scale pod is left that kwok has not marked Running; returns the wait."""
     t0 = time.monotonic()
     sel = urllib.parse.quote("status.phase!=Running")
-    path = f"/api/v1/namespaces/{sp.SCALE_NAMESPACE}/pods?fieldSelector={sel}&limit=1"
+    # resourceVersion=0: from the watch cache, never a scan of every pod in etcd (the
+    # answer is the pods still waiting, few once kwok has caught up)
+    path = f"/api/v1/namespaces/{sp.SCALE_NAMESPACE}/pods?fieldSelector={sel}&resourceVersion=0"
     while True:
         listing = await api.request("GET", path)
         if not listing.get("items"):
             return time.monotonic() - t0
         if time.monotonic() - t0 > KWOK_WAIT_S:
             raise TimeoutError(f"{what}: kwok has not marked every pod Running")
-        progress(f"{what}: waiting for kwok to mark every pod Running "
+        progress(f"{what}: {len(listing['items'])} pods not yet Running "
                  f"({time.monotonic() - t0:.0f}s)", False)  # fmt: skip
         await asyncio.sleep(5.0)
 
