@@ -12,6 +12,7 @@ from bench import pinned_cli, scale_fill
 from bench import pinned_workloads as pw
 from bench import scale_pods as sp
 from bench.workloads import NAMESPACE, ROLE_LABEL
+from kas_dev.cluster.local import KWOK_IGNORED_LABEL
 
 
 def _uids(total: int) -> dict[str, str]:
@@ -57,6 +58,8 @@ def test_a_pod_looks_like_a_deployments_replica() -> None:
     assert labels["app"] == d.name
     assert labels["pod-template-hash"] == d.template_hash
     assert labels[ROLE_LABEL] == sp.SCALE_ROLE
+    # kwok leaves them alone: no status writes of its own through the measured runs
+    assert labels[KWOK_IGNORED_LABEL[0]] == KWOK_IGNORED_LABEL[1]
     assert len(labels) >= 5
     [owner] = meta["ownerReferences"]
     assert owner == {
