@@ -439,9 +439,11 @@ class Session:
                     _create_paced(api, manifests, self.opts.rate, self.opts.concurrency, created)
                 )
             affinity: list[list[int]] = []
-            # a contender's start-up grows with the pods it lists first: a second per
-            # thousand init pods more before a run counts as failed
-            deadline = t0 + w.timeout_s + self.opts.init_pods / 1000
+            # a contender's start-up grows with the pods it lists first: four seconds per
+            # thousand init pods more before a run counts as failed (at 150,000, with the
+            # API server on one core, upstream's start-up took 234 s and ours' paged LIST
+            # had not ended after 450 s)
+            deadline = t0 + w.timeout_s + 4 * self.opts.init_pods / 1000
             last_print = 0.0
             while True:
                 # a measured pod a preemptor evicted before its bind is settled too

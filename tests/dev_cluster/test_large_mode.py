@@ -1,17 +1,25 @@
 """`cluster up --large` (LocalCluster.up(large=True)): the settings a cluster of 150,000
 pods needs (docs/local-control-plane.md, "Large mode") reach the processes, are kept in
-cluster.json for a component restarted later, and the cluster serves as any other."""
+cluster.json for a component restarted later, and the cluster serves as any other; in
+every mode kwok leaves pods labelled KWOK_IGNORED_LABEL alone (the pinned benchmark's
+--init-pods)."""
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
 
 from kas_dev.cluster.binaries import find_binaries
 from kas_dev.cluster.errors import ClusterError
-from kas_dev.cluster.local import LARGE_APISERVER_ARGS, LARGE_ENV, LocalCluster
+from kas_dev.cluster.local import (
+    KWOK_IGNORED_LABEL,
+    LARGE_APISERVER_ARGS,
+    LARGE_ENV,
+    LocalCluster,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -63,5 +71,39 @@ def test_default_mode_has_none_of_it(tmp_path: Path) -> None:
         assert not set(LARGE_APISERVER_ARGS) & set(_cmdline(pid))
         # (unless this test process itself runs with one, which every child inherits)
         assert "GOMEMLIMIT" not in _environ(pid) or "GOMEMLIMIT" in os.environ
+    finally:
+        c.down()
+
+
+def test_kwok_leaves_pods_with_the_ignore_label_pending(tmp_path: Path) -> None:
+    c = LocalCluster(tmp_path / "c")
+    c.up(1)
+    try:
+        admin = c.admin()
+        node = sorted(c.ready_nodes())[0]
+        for name, labels in (
+            ("played", {}),
+            ("ignored", {KWOK_IGNORED_LABEL[0]: KWOK_IGNORED_LABEL[1]}),
+        ):
+            body = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name, "labels": labels},
+                "spec": {"nodeName": node, "containers": [{"name": "c", "image": "pause"}]},
+            }
+            status, _ = admin.request("POST", "/api/v1/namespaces/default/pods", body)
+            assert status == 201
+
+        def phase(name: str) -> str:
+            _, pod = admin.request("GET", f"/api/v1/namespaces/default/pods/{name}")
+            return str(pod["status"].get("phase"))
+
+        deadline = time.monotonic() + 30
+        while phase("played") != "Running":
+            assert time.monotonic() < deadline, "kwok never marked the unlabelled pod Running"
+            time.sleep(0.2)
+        # kwok has played the other pod's stage by now; the labelled one was passed over
+        time.sleep(1.0)
+        assert phase("ignored") == "Pending"
     finally:
         c.down()
