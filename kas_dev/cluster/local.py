@@ -87,7 +87,9 @@ LARGE_APISERVER_ARGS = ("--request-timeout=5m",)
 # heap grow to twice what is live (GOGC=100) on a machine the schedulers share. 6GiB was
 # too low: at 150,000 pods what is live passed it (RSS 6.5-7.7 GiB) and the collector
 # ran without pause, 84% of the API server's core with nothing to serve, and every LIST
-# crawled (docs/local-control-plane.md); 10GiB leaves room above what is live
+# crawled (docs/local-control-plane.md). 10GiB was not enough either (RSS 9.9 GiB after
+# the fill, 52% of a core idle): what is live at 150,000 such pods is about 10 GiB, and
+# the right limit is still to be found; 10GiB at least holds the machine's total
 LARGE_ENV: dict[str, dict[str, str]] = {"kube-apiserver": {"GOMEMLIMIT": "10GiB"}}
 LARGE_POD_THRESHOLD = 50_000
 # pods with this label are left alone by kwok: no stage is played for them, their status
