@@ -41,7 +41,7 @@ def cluster_up(args: argparse.Namespace) -> int:
         f"api server: {st['api_url']} ({st.get('version')}), nodes Ready: {st.get('nodes_ready')}"
     )
     if st.get("large"):
-        print("mode:       large (request timeout 5m, GOMEMLIMIT=10GiB on kube-apiserver)")
+        print("mode:       large (request timeout 5m, GOMEMLIMIT=13GiB on kube-apiserver)")
     if st.get("feature_gates"):
         print(f"gates:      {', '.join(st['feature_gates'])}")
     print(f"try:        kubectl --kubeconfig {cluster.kubeconfig} get nodes")
