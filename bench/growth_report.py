@@ -109,7 +109,7 @@ def table(by: dict[str, list[Point]]) -> list[str]:
 
 def plot(by: dict[str, list[Point]], path: Path, title: str) -> Path:
     """Four panels: CPU ms per bound pod and peak RSS, each against nodes and against
-    pods, one line per contender (each point labelled with the other axis' count)."""
+    pods, one colour per contender (each point labelled with the other axis' count)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -133,7 +133,10 @@ def plot(by: dict[str, list[Point]], path: Path, title: str) -> Path:
                 continue
             xs = [getattr(p, x_name) for p in shown]
             ys = [getattr(p, y_name) for p in shown]
-            ax.plot(xs, ys, marker="o", label=contender, color=COLORS.get(contender))
+            # points, not a line: neighbours on one axis may differ on the other
+            ax.plot(
+                xs, ys, marker="o", linestyle="none", label=contender, color=COLORS.get(contender)
+            )
             for p, x, y in zip(shown, xs, ys, strict=True):
                 ax.annotate(
                     f"{getattr(p, other)} {other}",
