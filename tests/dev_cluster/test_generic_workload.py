@@ -45,7 +45,20 @@ def test_the_gate_serves_pod_groups_and_pods_keep_their_group(
         "/apis/scheduling.k8s.io/v1/priorityclasses",
         {"metadata": {"name": "gang-high"}, "value": 1000},
     )
-    made = c.api("POST", GROUPS.format(ns=ns), _pod_group("trainers", 3, "gang-high"))
+
+    def create_group() -> dict[str, Any] | None:
+        # the Priority admission plugin reads PriorityClasses from its informer, which
+        # may not hold the class just created yet (seen under load): it refuses until it
+        # does, as it would for any client
+        status, out = c.admin.request(
+            "POST", GROUPS.format(ns=ns), _pod_group("trainers", 3, "gang-high")
+        )
+        if status == 403 and "no PriorityClass with name gang-high" in str(out):
+            return None
+        assert status < 300, f"POST podgroups: HTTP {status}: {out}"
+        return dict(out)
+
+    made = wait_for(create_group, timeout=60, what="admission to know the PriorityClass")
     spec = made["spec"]
     assert spec["schedulingPolicy"] == {"gang": {"minCount": 3}}
     assert spec["priority"] == 1000  # the Priority admission plugin resolved the class
