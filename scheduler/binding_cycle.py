@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from scheduler.client.connection import WRITES_IN_FLIGHT
 from scheduler.client.errors import ApiError, Conflict, LeaseNotHeld
 from scheduler.client.events import EventRecorder, pod_ref
 from scheduler.framework.cycle_state import CycleState
@@ -86,7 +87,7 @@ class BindingCycles:
         events: EventRecorder,
         metrics: SchedulerMetrics,
         *,
-        max_in_flight: int = 64,
+        max_in_flight: int = WRITES_IN_FLIGHT,
         fence: Callable[[str], bool] | None = None,
         tasks: TaskSet | None = None,
     ) -> None:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from scheduler.algorithm import SchedulePod, SchedulingError
 from scheduler.binding_cycle import FENCED_BIND, Assumed, BindingCycles, BindRejected
 from scheduler.cache import Cache, CacheError, Nominator, Snapshot
+from scheduler.client.connection import WRITES_IN_FLIGHT
 from scheduler.client.events import WARNING, EventRecorder, pod_ref
 from scheduler.clock import SYSTEM_CLOCK, Clock
 from scheduler.framework.cycle_state import CycleState
@@ -72,7 +73,7 @@ class SchedulingLoop:
         events: EventRecorder,
         status_writer: StatusWriter,
         metrics: SchedulerMetrics,
-        max_binds_in_flight: int = 64,
+        max_binds_in_flight: int = WRITES_IN_FLIGHT,
         clock: Clock = SYSTEM_CLOCK,
         current_pod: Callable[[PodInfo], PodInfo | None] | None = None,
         fence: Callable[[str], bool] | None = None,

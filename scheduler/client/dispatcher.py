@@ -48,6 +48,7 @@ from scheduler.client.connection import (
     LAST_CHECK,
     MERGE_PATCH,
     STRATEGIC_MERGE_PATCH,
+    WRITES_IN_FLIGHT,
     Connection,
     Query,
     Response,
@@ -120,8 +121,8 @@ class DispatcherSettings:
     """clientConnection.qps: requests per second; <= 0 disables the limit."""
     burst: int = 100
     """clientConnection.burst: requests that may go at once after a quiet period."""
-    max_in_flight: int = 64
-    """requests on the wire at once."""
+    max_in_flight: int = WRITES_IN_FLIGHT
+    """requests on the wire at once (as many as the connection's write pool holds)."""
     max_attempts: int = 5
     """attempts per call when the failure is retryable (1 = no retries)."""
     retry_initial: float = 0.2

@@ -11,7 +11,7 @@ import pytest
 from kubernetes_asyncio import client as k8s_client
 
 from kas_dev.cluster.pki import make_pki
-from scheduler.client.connection import Connection, tls_context
+from scheduler.client.connection import WRITES_IN_FLIGHT, Connection, tls_context
 
 
 async def test_writes_take_the_http1_client_with_the_connections_tls_context() -> None:
@@ -25,7 +25,7 @@ async def test_writes_take_the_http1_client_with_the_connections_tls_context() -
         assert pool._ssl is conn.ssl_context
         # aiohttp's connector got the same context (read here only to prove it)
         assert conn._session.connector._ssl is conn.ssl_context  # type: ignore[union-attr]
-        assert pool.max_connections == 100
+        assert pool.max_connections == WRITES_IN_FLIGHT  # as many as the dispatcher sends
         assert (pool._host, pool._port) == ("127.0.0.1", 6443)
         assert conn._host_header == "127.0.0.1:6443"
         head = conn._write_head("application/json", "application/json")
