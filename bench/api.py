@@ -13,7 +13,7 @@ import json
 import ssl
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -176,3 +176,24 @@ def binding(namespace: str, name: str, node: str) -> dict[str, Any]:
         "metadata": {"name": name, "namespace": namespace},
         "target": {"apiVersion": "v1", "kind": "Node", "name": node},
     }
+
+
+RETRIED_STATUSES = (429, 500, 503, 504)
+"""What an overloaded API server answers (shed load, a timeout behind it): worth a retry."""
+
+
+async def retrying(call: Callable[[], Awaitable[Any]], attempts: int = 5) -> Any:
+    """`call()` again, after a short growing pause, while it fails with what an overloaded
+    API server answers or the connection fails, up to `attempts` tries; the harness's
+    setup writes (nodes, init pods, PodGroups) must not end a run on a moment's load."""
+    for attempt in range(attempts):
+        try:
+            return await call()
+        except ApiError as exc:
+            if exc.status not in RETRIED_STATUSES or attempt == attempts - 1:
+                raise
+        except (TimeoutError, OSError):
+            if attempt == attempts - 1:
+                raise
+        await asyncio.sleep(0.2 * (attempt + 1))
+    return None

@@ -63,7 +63,7 @@ import psutil
 
 from bench import pinned_workloads as pw
 from bench import pinning, scale_fill, scrape, stats
-from bench.api import Api, ApiError
+from bench.api import Api, retrying
 from bench.procs import PROFILED, Monitor, command_for
 from bench.runner import Recorder, _setup, create_pods, host_load
 from bench.workloads import NAMESPACE, ROLE_LABEL, warmup_pod
@@ -182,7 +182,7 @@ class Session:
             nonlocal done
             for i in it:
                 body = pw.node_manifest(i, kwok=self.opts.kwok_nodes)
-                await _retrying(lambda b=body: api.request("POST", "/api/v1/nodes", b))
+                await retrying(lambda b=body: api.request("POST", "/api/v1/nodes", b))
                 done += 1
                 if done % 500 == 0:
                     progress(f"{label}: {done}/{self.nodes} nodes", False)
@@ -378,7 +378,7 @@ class Session:
                 # the PodGroups first, as upstream's createPodGroups op
                 progress(f"{label}: creating {len(groups)} PodGroups", True)
                 for body in groups:
-                    await _retrying(lambda body=body: api.request("POST", PODGROUPS, body))
+                    await retrying(lambda body=body: api.request("POST", PODGROUPS, body))
             if shape == "drain":
                 t = time.monotonic()
                 progress(f"{label}: creating the {n} measured pods (backlog)", True)
@@ -663,20 +663,6 @@ async def _pod_group_attempts(port: int, groups: int, keep: Path) -> dict[str, A
     return {**figures, "scrapes": scrapes, "settle_s": round(time.monotonic() - t0, 2)}
 
 
-async def _retrying(call: Callable[[], Any], attempts: int = 5) -> Any:
-    for attempt in range(attempts):
-        try:
-            return await call()
-        except ApiError as exc:
-            if exc.status not in (429, 500, 503, 504) or attempt == attempts - 1:
-                raise
-        except (TimeoutError, OSError):
-            if attempt == attempts - 1:
-                raise
-        await asyncio.sleep(0.2 * (attempt + 1))
-    return None
-
-
 async def _create_in_steps(
     api: Api,
     manifests: list[dict[str, Any]],
@@ -699,7 +685,7 @@ async def _delete_pods(api: Api, names: Iterable[str], concurrency: int) -> None
 
     async def worker() -> None:
         for name in it:
-            await _retrying(
+            await retrying(
                 lambda n=name: api.request(
                     "DELETE",
                     f"/api/v1/namespaces/{NAMESPACE}/pods/{n}?gracePeriodSeconds=0",

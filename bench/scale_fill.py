@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from bench import scale_pods as sp
-from bench.api import Api, ApiError
+from bench.api import Api, retrying
 
 Progress = Callable[[str, bool], None]
 # a progress line at least this often (the CLI prints one per 5 s when not on a terminal)
@@ -33,19 +33,9 @@ def _eta(done: int, total: int, elapsed: float) -> str:
 
 
 async def _post(api: Api, path: str, body: dict[str, Any], attempts: int = 8) -> Any:
-    """POST with retries of what an overloaded API server answers; a 409 (the object is
-    there: a retry of a create that went through) counts as done."""
-    for attempt in range(attempts):
-        try:
-            return await api.request("POST", path, body, ok=(409,))
-        except ApiError as exc:
-            if exc.status not in (429, 500, 503, 504) or attempt == attempts - 1:
-                raise
-        except (TimeoutError, OSError):
-            if attempt == attempts - 1:
-                raise
-        await asyncio.sleep(0.2 * (attempt + 1))
-    return None
+    """POST, retried as every setup write (api.retrying); a 409 (the object is there: a
+    retry of a create that went through) counts as done."""
+    return await retrying(lambda: api.request("POST", path, body, ok=(409,)), attempts)
 
 
 async def _create_all(
