@@ -12,6 +12,8 @@ nodes). Every replica of a contender runs on the contender's core (Go: GOMAXPROC
 with the pinned suite's KubeSchedulerConfiguration and leader election on, the same
 settings for both, written explicitly: leaseDuration 15s, renewDeadline 10s,
 retryPeriod 2s, on a Lease named for the run (no run finds an earlier run's holder).
+Both serve HTTPS on a free port of 127.0.0.1 (/metrics open), as deployed: each makes
+its self-signed serving certificate at start, inside the cold start's figure.
 Before each run the namespace is reset to exactly the bound pods.
 
 Fail-over (per contender): replica A starts and takes the Lease; then replica B starts,
@@ -61,6 +63,7 @@ from bench.pinned import PinnedOptions, Session
 from bench.procs import Monitor, command_for
 from bench.runner import Recorder, create_pods, host_load
 from bench.workloads import ROLE_LABEL
+from kas_dev.cluster.ports import free_port
 
 Progress = Callable[[str, bool], None]
 CONTENDERS = ("upstream", "ours-async")
@@ -156,6 +159,11 @@ class FailoverBench:
             concurrency=self.opts.concurrency,
             leader_election=leader_election(lease),
             config_name=f"{contender}-{lease}.yaml",
+            # both serve HTTPS, as deployed (kube-scheduler's default is port 10259 with a
+            # self-signed certificate made at start): without a port upstream would skip
+            # serving (its --secure-port=0) while ours serves on a free port, and the
+            # start-up figures would compare unequal work
+            metrics_port=free_port(),
         )
         env = {"GOMAXPROCS": str(s.plan.gomaxprocs)} if contender == "upstream" else {}
         return Monitor(
