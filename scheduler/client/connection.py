@@ -107,8 +107,8 @@ def _last_check_trace() -> aiohttp.TraceConfig:
 WRITES_IN_FLIGHT = 256
 """Requests one connection's writes may have on the wire at once, and so the HTTP/1.1
 connections it may open. kube-scheduler bounds none of this: it binds each pod in a
-goroutine of its own (pkg/scheduler/schedule_one.go, `go func()` around
-runBindingCycle), and client-go multiplexes the requests as HTTP/2 streams, 100 a
+goroutine of its own (pkg/scheduler/schedule_one.go:141, `go
+sched.runBindingCycle(...)`), and client-go multiplexes the requests as HTTP/2 streams, 100 a
 connection (the API server's default, k8s.io/apiserver pkg/server/secure_serving.go),
 opening another connection when they are used up. Here every request in flight holds a
 connection of its own, so this bound is the scheduler's concurrency against a slow API
