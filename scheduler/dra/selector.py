@@ -37,7 +37,9 @@ NO_SUCH_KEY_HINT = (
     "check with has() for optional fields"
 )
 
-# kept compiled expressions (upstream's scheduler keeps 10,000: DRA manager's celCache)
+# compiled expressions kept. Upstream's plugin keeps the 10 most recent (dynamicresources.go
+# celCache); here each one also holds its results per device, and a celpy compilation
+# costs milliseconds, so more are kept: the decision is the same either way
 MAX_COMPILED = 10_000
 
 # a device attribute: bool, int, str, or a version string (kept as text, parsed when read)

@@ -1,0 +1,181 @@
+"""The resource pools a node can allocate from
+(k8s.io/dynamic-resource-allocation@v0.37.2/structured/internal/incubating/
+pools_incubating.go GatherPools, with v1.37.2's default features: partitionable devices
+on, compatibility groups off).
+
+A pool is the newest generation of one driver's pool among the slices that reach the
+node (by node name, node selector, all nodes, or per device). It is incomplete while
+fewer slices than `resourceSliceCount` of that generation exist, and invalid when its
+devices repeat a name or consume counters no counter set declares. Pools are ordered by
+driver then pool name, those with binding conditions last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from scheduler.dra.resources import CounterSet, DeviceRecord, SliceRecord
+from scheduler.model.selectors import NodeSelector
+
+PoolID = tuple[str, str]  # (driver, pool)
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """What allocation reads of a node."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Pool:
+    id: PoolID
+    incomplete: bool = False
+    invalid: bool = False
+    invalid_reason: str = ""
+    slices_on_node: list[SliceRecord] = field(default_factory=list)
+    slices_not_on_node: list[SliceRecord] = field(default_factory=list)
+    counter_sets: dict[str, CounterSet] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return f"{self.id[0]}/{self.id[1]}"
+
+
+def node_matches(
+    node: Node, node_name: str, all_nodes: bool, selector: NodeSelector | None
+) -> bool:
+    """NodeMatches."""
+    if node_name:
+        return node.name == node_name
+    if all_nodes:
+        return True
+    if selector is not None:
+        return selector.matches(node.labels, node.name)
+    return False
+
+
+def _relevant(slice_: SliceRecord, node: Node) -> bool:
+    if slice_.node_name or slice_.all_nodes or slice_.node_selector is not None:
+        return node_matches(node, slice_.node_name, slice_.all_nodes, slice_.node_selector)
+    if slice_.per_device_node_selection:
+        return any(
+            node_matches(node, d.node_name, d.all_nodes, d.node_selector) for d in slice_.devices
+        )
+    return False
+
+
+def _duplicate_device(slices: Iterable[SliceRecord]) -> str:
+    seen: set[str] = set()
+    for s in slices:
+        for d in s.devices:
+            if d.name in seen:
+                return f"duplicate device name {d.name}"
+            seen.add(d.name)
+    return ""
+
+
+def _counter_problem(counter_sets: Mapping[str, CounterSet], slices: Iterable[SliceRecord]) -> str:
+    for s in slices:
+        for d in s.devices:
+            for consumption in d.consumes_counters:
+                found = counter_sets.get(consumption.counter_set)
+                if found is None:
+                    return f"counter set {consumption.counter_set} not found"
+                for name in consumption.counters:
+                    if name not in found.counters:
+                        return f"counter {name} not found in counter set {found.name}"
+    return ""
+
+
+def _build_pool(
+    pool_id: PoolID, slices: list[SliceRecord], all_for_pool: Sequence[SliceRecord] | None
+) -> Pool:
+    slices = sorted(slices, key=lambda s: s.name)
+    device_slices = [s for s in slices if not s.shared_counters]
+    counter_slices = [s for s in slices if s.shared_counters]
+    not_on_node: list[SliceRecord] = []
+    if all_for_pool is not None and len(slices) < len(all_for_pool):
+        here = {s.name for s in slices}
+        for s in all_for_pool:
+            if s.name in here:
+                continue
+            (counter_slices if s.shared_counters else not_on_node).append(s)
+    reason = _duplicate_device(device_slices)
+    if reason:
+        return Pool(pool_id, invalid=True, invalid_reason=reason)
+    counter_sets: dict[str, CounterSet] = {}
+    for s in counter_slices:
+        for cs in s.shared_counters:
+            if cs.name in counter_sets:
+                return Pool(
+                    pool_id, invalid=True, invalid_reason=f"duplicate counter set name {cs.name}"
+                )
+            counter_sets[cs.name] = cs
+    reason = _counter_problem(counter_sets, device_slices) or _counter_problem(
+        counter_sets, not_on_node
+    )
+    if reason:
+        return Pool(pool_id, invalid=True, invalid_reason=reason)
+    return Pool(
+        pool_id,
+        slices_on_node=device_slices,
+        slices_not_on_node=not_on_node,
+        counter_sets=counter_sets,
+    )
+
+
+def _has_binding_conditions(pool: Pool) -> bool:
+    return any(d.binding_conditions for s in pool.slices_on_node for d in s.devices)
+
+
+def gather_pools(
+    slices_for_node: Iterable[SliceRecord], node: Node, all_slices: Sequence[SliceRecord]
+) -> list[Pool]:
+    by_pool: dict[PoolID, list[SliceRecord]] = {}
+    for s in slices_for_node:
+        if s.uses_compatibility_groups or not _relevant(s, node):
+            continue
+        pool_id = (s.driver, s.pool)
+        kept = by_pool.get(pool_id)
+        if kept is None or s.generation > kept[0].generation:
+            by_pool[pool_id] = [s]
+        elif s.generation == kept[0].generation:
+            kept.append(s)
+    pools: list[Pool] = []
+    with_conditions: list[Pool] = []
+    for pool_id, slices in by_pool.items():
+        generation, count = slices[0].generation, slices[0].resource_slice_count
+        if len(slices) == count:
+            pool = _build_pool(pool_id, slices, None)
+        else:
+            # checkSlicesInPool: a newer generation elsewhere makes these obsolete
+            same = [
+                s
+                for s in all_slices
+                if (s.driver, s.pool) == pool_id and s.generation == generation
+            ]
+            if any((s.driver, s.pool) == pool_id and s.generation > generation for s in all_slices):
+                continue
+            same = [s for s in same if not s.uses_compatibility_groups]
+            if len(same) != count:
+                pools.append(Pool(pool_id, incomplete=True))
+                continue
+            pool = _build_pool(pool_id, slices, same)
+        (with_conditions if _has_binding_conditions(pool) else pools).append(pool)
+    pools.sort(key=lambda p: p.id)
+    with_conditions.sort(key=lambda p: p.id)
+    return pools + with_conditions
+
+
+def device_consumption(device: DeviceRecord) -> dict[str, dict[str, Fraction]]:
+    """The counters a device consumes, by counter set."""
+    out: dict[str, dict[str, Fraction]] = {}
+    for c in device.consumes_counters:
+        per_set = out.setdefault(c.counter_set, {})
+        for name, amount in c.counters.items():
+            per_set[name] = per_set.get(name, Fraction(0)) + amount
+    return out
