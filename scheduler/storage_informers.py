@@ -35,7 +35,7 @@ VOLUME_ATTACHMENTS = Resource("storage.k8s.io", "v1", "volumeattachments")
 
 _ListerWrite = Callable[[Any], object]
 # (collection, transform, event resource, put into the listers, drop from them)
-_StorageKind = tuple[Resource, Callable[[Any], Any], EventResource, _ListerWrite, _ListerWrite]
+StorageKind = tuple[Resource, Callable[[Any], Any], EventResource, _ListerWrite, _ListerWrite]
 
 
 class ClusterEventReceiver(Protocol):
@@ -86,7 +86,7 @@ def storage_informers(
     connection: Connection, ls: InMemoryListers, sink: Callable[[], ClusterEventReceiver | None]
 ) -> list[Informer[Any]]:
     """`sink` is looked up per event (the queue may be built after the informers)."""
-    kinds: list[_StorageKind] = [
+    kinds: list[StorageKind] = [
         (PVCS, pvc_from_dict, EventResource.PVC,
          ls.set_pvc, lambda o: ls.pvcs.pop(o.key, None)),
         (PVS, pv_from_dict, EventResource.PV,
@@ -103,6 +103,15 @@ def storage_informers(
         (VOLUME_ATTACHMENTS, volume_attachment_from_dict, EventResource.VOLUME_ATTACHMENT,
          ls.set_volume_attachment, lambda o: ls.volume_attachments.pop(o.name, None)),
     ]  # fmt: skip
+    return feed_informers(connection, kinds, sink)
+
+
+def feed_informers(
+    connection: Connection,
+    kinds: list[StorageKind],
+    sink: Callable[[], ClusterEventReceiver | None],
+) -> list[Informer[Any]]:
+    """One informer per kind, each feeding its listers through a StorageFeed."""
     return [
         Informer(
             connection,

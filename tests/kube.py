@@ -3,6 +3,7 @@ object builders for pods. Used by the fixtures in conftest.py; no mocks here."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import time
 from collections.abc import Callable
@@ -135,3 +136,11 @@ def wait_for(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what or predicate}")
         time.sleep(interval)
+
+
+async def until(predicate: Callable[[], Any], seconds: float = 30.0) -> None:
+    """Wait, without blocking the event loop, until `predicate()` is true (what informers
+    or handlers running on the same loop record); asyncio.TimeoutError after `seconds`."""
+    async with asyncio.timeout(seconds):
+        while not predicate():  # noqa: ASYNC110 - polling state other tasks write
+            await asyncio.sleep(0.05)

@@ -471,6 +471,55 @@ class Dispatcher:
         )
         return response.body
 
+    # ---- resource claims (DynamicResources' PreBind) --------------------------------
+    def _claim_path(self, raw: Mapping[str, Any]) -> str:
+        meta = raw["metadata"]
+        return (
+            f"/apis/resource.k8s.io/v1/namespaces/{meta['namespace']}"
+            f"/resourceclaims/{meta['name']}"
+        )
+
+    async def get_resource_claim(self, namespace: str, name: str) -> dict[str, Any]:
+        path = f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims/{name}"
+        response = await self.call("get", "resourceclaims", "GET", path)
+        return response.body
+
+    async def update_resource_claim(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT the ResourceClaim as given (PreBind adds its finalizer this way); the
+        resourceVersion makes a concurrent change answer 409. Fenced as a bind is."""
+        body = {**raw, "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim"}
+        response = await self.call(
+            "update", "resourceclaims", "PUT", self._claim_path(raw), body=body, fenced=True
+        )
+        return response.body
+
+    async def update_resource_claim_status(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT the claim's status subresource: the allocation and reservedFor that
+        PreBind writes, with the resourceVersion as the precondition."""
+        body = {**raw, "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim"}
+        response = await self.call(
+            "update", "resourceclaims/status", "PUT", self._claim_path(raw) + "/status",
+            body=body, fenced=True,
+        )  # fmt: skip
+        return response.body
+
+    async def unreserve_resource_claim(
+        self, namespace: str, name: str, claim_uid: str, pod_uid: str
+    ) -> dict[str, Any]:
+        """Drop the pod from the claim's status.reservedFor (upstream Unreserve's
+        strategic merge patch: the claim's uid as a precondition, a delete directive for
+        the pod's entry, which leaves any other consumer's entry alone)."""
+        path = f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims/{name}/status"
+        patch = {
+            "metadata": {"uid": claim_uid},
+            "status": {"reservedFor": [{"$patch": "delete", "uid": pod_uid}]},
+        }
+        response = await self.call(
+            "patch", "resourceclaims/status", "PATCH", path, body=patch,
+            content_type=STRATEGIC_MERGE_PATCH, fenced=True, idempotent=True,
+        )  # fmt: skip
+        return response.body
+
     # ---- events -------------------------------------------------------------------
     async def create_event(self, event: dict[str, Any]) -> dict[str, Any]:
         """POST an events.k8s.io/v1 Event (built by EventRecorder, which aggregates

@@ -29,6 +29,7 @@ NODE_RESOURCES_BALANCED_ALLOCATION = "NodeResourcesBalancedAllocation"
 IMAGE_LOCALITY = "ImageLocality"
 DEFAULT_BINDER = "DefaultBinder"
 GANG_SCHEDULING = "GangScheduling"
+DYNAMIC_RESOURCES = "DynamicResources"
 
 # extension point keys as they appear in KubeSchedulerConfiguration `plugins:`
 MULTI_POINT = "multiPoint"

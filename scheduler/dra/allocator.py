@@ -45,7 +45,13 @@ DeviceID = tuple[str, str, str]  # (driver, pool, device)
 
 
 class AllocationError(Exception):
-    """Upstream's allocator returned an error; the message is its text."""
+    """Upstream's allocator returned an error; the message is its text. `on_node`: the
+    error wraps ErrFailedAllocationOnNode (structured/allocator.go), so the scheduler
+    reads it as "unschedulable on this node", not as a failure of the cycle."""
+
+    def __init__(self, message: str, *, on_node: bool = False) -> None:
+        super().__init__(message)
+        self.on_node = on_node
 
 
 @dataclass
@@ -216,7 +222,7 @@ class _Run:
             raise AllocationError("allocation max size exceeded") from err
         if not done:
             if any(p.invalid for p in self.pools):
-                raise AllocationError("invalid resource pools were encountered")
+                raise AllocationError("invalid resource pools were encountered", on_node=True)
             return None
         return [self._result(ci) for ci in range(len(self.claims))]
 

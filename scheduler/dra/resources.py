@@ -434,6 +434,11 @@ class ClaimRecord:
     allocated_devices: tuple[AllocatedDevice, ...] = ()
     allocation_node_selector: NodeSelector | None = None
     reserved_for: tuple[ConsumerReference, ...] = ()
+    # the uid of the controlling owner (a template's claim: its pod), for IsForPod
+    controller_uid: str = ""
+    # the object as the API server sent it: PreBind writes a copy of it back (upstream
+    # DeepCopy + Update / UpdateStatus), so that nothing the scheduler does not read is lost
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def key(self) -> str:
@@ -592,4 +597,13 @@ def claim_from_dict(raw: Any) -> ClaimRecord:
             for r in json_list(status.get("reservedFor"), "status.reservedFor")
             if isinstance(r, dict)
         ),
+        controller_uid=next(
+            (
+                _str(o.get("uid"), "metadata.ownerReferences.uid")
+                for o in json_list(meta.get("ownerReferences"), "metadata.ownerReferences")
+                if isinstance(o, dict) and o.get("controller") is True
+            ),
+            "",
+        ),
+        raw=obj,
     )

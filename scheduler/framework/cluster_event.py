@@ -28,6 +28,9 @@ class EventResource(enum.StrEnum):
     CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
     VOLUME_ATTACHMENT = "VolumeAttachment"
     POD_GROUP = "PodGroup"  # scheduling.k8s.io PodGroup (GenericWorkload)
+    RESOURCE_CLAIM = "ResourceClaim"  # resource.k8s.io (dynamic resource allocation)
+    RESOURCE_SLICE = "ResourceSlice"
+    DEVICE_CLASS = "DeviceClass"
     WILDCARD = "*"
 
 
@@ -44,6 +47,8 @@ class ActionType(enum.IntFlag):
     UPDATE_POD_TOLERATION = 512
     UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1024
     UPDATE_POD_GENERATED = 2048  # any other update
+    # status.resourceClaimStatuses changed: the controller made a template's claim
+    UPDATE_POD_GENERATED_RESOURCE_CLAIM = 4096
     UPDATE = (
         UPDATE_NODE_ALLOCATABLE
         | UPDATE_NODE_LABEL
@@ -55,6 +60,7 @@ class ActionType(enum.IntFlag):
         | UPDATE_POD_TOLERATION
         | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
         | UPDATE_POD_GENERATED
+        | UPDATE_POD_GENERATED_RESOURCE_CLAIM
     )
     ALL = ADD | DELETE | UPDATE
 

@@ -71,6 +71,18 @@ class VolumeAPI(Protocol):
     async def update_pvc(self, raw: Mapping[str, Any]) -> dict[str, Any]: ...
 
 
+class ResourceClaimAPI(Protocol):
+    """The calls DynamicResources' PreBind makes (upstream: ResourceClaims().Get, Update,
+    UpdateStatus). Each returns the object as stored."""
+
+    async def get_resource_claim(self, namespace: str, name: str) -> dict[str, Any]: ...
+    async def update_resource_claim(self, raw: Mapping[str, Any]) -> dict[str, Any]: ...
+    async def update_resource_claim_status(self, raw: Mapping[str, Any]) -> dict[str, Any]: ...
+    async def unreserve_resource_claim(
+        self, namespace: str, name: str, claim_uid: str, pod_uid: str
+    ) -> dict[str, Any]: ...
+
+
 class WorkloadSelectorLister(Protocol):
     """For PodTopologySpread's system default constraints: the selector of the
     services / replica sets / stateful sets / replication controllers selecting the pod
@@ -182,6 +194,22 @@ async def _no_binder(pod: PodInfo, node_name: str) -> None:
     raise RuntimeError("no binder configured on the framework handle")
 
 
+class _NoResourceClaimAPI:
+    async def get_resource_claim(self, namespace: str, name: str) -> dict[str, Any]:
+        raise RuntimeError("no resource claim API configured on the framework handle")
+
+    async def update_resource_claim(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        raise RuntimeError("no resource claim API configured on the framework handle")
+
+    async def update_resource_claim_status(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        raise RuntimeError("no resource claim API configured on the framework handle")
+
+    async def unreserve_resource_claim(
+        self, namespace: str, name: str, claim_uid: str, pod_uid: str
+    ) -> dict[str, Any]:
+        raise RuntimeError("no resource claim API configured on the framework handle")
+
+
 class _NoVolumeAPI:
     async def update_pv(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         raise RuntimeError("no volume API configured on the framework handle")
@@ -198,6 +226,11 @@ class Handle:
     storage_classes: StorageClassLister = field(default_factory=InMemoryListers)
     storage: StorageLister = field(default_factory=InMemoryListers)
     volume_api: VolumeAPI = field(default_factory=_NoVolumeAPI)
+    # dynamic resource allocation: the DRA informers' view (a scheduler.dra.device_state
+    # DeviceState; typed loosely because the dra layer sits above the framework) and the
+    # claim writes of PreBind
+    device_state: object = None
+    resource_claim_api: ResourceClaimAPI = field(default_factory=_NoResourceClaimAPI)
     # the informers' view, for VolumeBinding's wait at PreBind (upstream node/pod listers)
     node_lookup: Callable[[str], NodeInfo | None] = lambda name: None
     pod_exists: Callable[[PodInfo], bool] = lambda pod: True

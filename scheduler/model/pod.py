@@ -47,6 +47,11 @@ from scheduler.model.pod_affinity import (
     parse_preferred_node_affinity,
     parse_weighted_terms,
 )
+from scheduler.model.pod_claims import (
+    PodResourceClaim,
+    parse_pod_resource_claims,
+    parse_resource_claim_statuses,
+)
 from scheduler.model.pod_digest import scheduling_digest
 from scheduler.model.pod_ports import HostPort, parse_host_ports
 from scheduler.model.pod_resource_inputs import resource_inputs
@@ -158,8 +163,10 @@ class PodInfo:
     # upstream NewPreferredSchedulingTerms' error for the preferred node-affinity terms
     # (they are then all dropped, and NodeAffinity's PreScore fails with this text)
     preferred_node_affinity_error: str = ""
-    # names of spec.resourceClaims (dynamic resource allocation)
-    resource_claims: tuple[str, ...] = ()
+    # spec.resourceClaims (dynamic resource allocation), and status.resourceClaimStatuses:
+    # the claims the resourceclaim controller made from templates (read on every event)
+    resource_claims: tuple[PodResourceClaim, ...] = ()
+    resource_claim_statuses: tuple[tuple[str, str | None], ...] = ()
     # spec.schedulingGroup.podGroupName: the PodGroup (scheduling.k8s.io/v1beta1, gangs)
     # the pod belongs to; "" for a pod scheduled on its own. The API server keeps the field
     # only with the GenericWorkload gate on (pkg/api/pod/util.go).
@@ -211,7 +218,7 @@ class PodInfo:
         if self.resource_claims:
             return (
                 "pod has resource claims (spec.resourceClaims: "
-                + ", ".join(self.resource_claims)
+                + ", ".join(c.name for c in self.resource_claims)
                 + "); this scheduler does not implement dynamic resource allocation"
             )
         if self.pod_group and not gangs:
@@ -372,6 +379,12 @@ def _read_pod(raw: Mapping[str, Any], previous: PodInfo | None) -> PodInfo:
     deletion_timestamp = problems.read(
         parse_time, meta.get("deletionTimestamp"), "metadata.deletionTimestamp", default=None
     )
+    claim_statuses = problems.read(
+        parse_resource_claim_statuses,
+        status.get("resourceClaimStatuses"),
+        "status.resourceClaimStatuses",
+        default=(),
+    )
     return PodInfo(
         uid=str(meta.get("uid") or f"{namespace}/{name}"),
         namespace=shared_string(namespace),
@@ -385,6 +398,7 @@ def _read_pod(raw: Mapping[str, Any], previous: PodInfo | None) -> PodInfo:
         labels=shared_labels(labels),
         owner_refs=owners,
         conditions=conditions,
+        resource_claim_statuses=claim_statuses,
         problems=tuple(found),
         scheduling_digest=digest,
         scheduling_problem_count=count,
@@ -492,9 +506,11 @@ def _scheduling_part(
         str(g.get("name"))
         for g in problems.objects(spec.get("schedulingGates"), "spec.schedulingGates")
     )
-    claims = tuple(
-        str(c.get("name") or "")
-        for c in problems.objects(spec.get("resourceClaims"), "spec.resourceClaims")
+    claims = problems.read(
+        parse_pod_resource_claims,
+        spec.get("resourceClaims"),
+        "spec.resourceClaims",
+        default=(),
     )
     pod_group = problems.read(
         _pod_group_name, spec.get("schedulingGroup"), "spec.schedulingGroup", default=""

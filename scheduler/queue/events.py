@@ -55,6 +55,7 @@ _SPEC_FIELDS = (
     "images",
     "node_name",
     "deletion_timestamp",
+    "resource_claim_statuses",
 )
 # deliberately absent: status fields (phase, conditions, nominated_node_name) and
 # resource_version, which change on our own status patches
@@ -112,6 +113,7 @@ def _scaled_down(old: Any, new: Any) -> bool:
 _FIELD_ACTIONS = {
     "labels": int(ActionType.UPDATE_POD_LABEL),
     "tolerations": int(ActionType.UPDATE_POD_TOLERATION),
+    "resource_claim_statuses": int(ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
 }
 _GENERATED = int(ActionType.UPDATE_POD_GENERATED)
 _GATES_ELIMINATED = int(ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)

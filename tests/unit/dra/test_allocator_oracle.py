@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.dra.allocation_json import allocation_to_api
 from scheduler.dra.allocator import AllocatedState, AllocationError, AllocationResult, Allocator
 from scheduler.dra.pools import Node
 from scheduler.dra.resources import claim_from_dict, device_class_from_dict, slice_from_dict
@@ -86,6 +87,44 @@ def _ours(case: dict[str, Any]) -> dict[str, Any]:
     if results is None:
         return {"results": None}
     return {"results": [_ours_result(r) for r in results]}
+
+
+def _written(case: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """Our results as PreBind writes them (allocation_to_api), for a case that allocates."""
+    allocated = AllocatedState(devices={tuple(d) for d in case["allocatedDevices"]})  # type: ignore[misc]
+    classes = {c.name: c for c in map(device_class_from_dict, case["classes"])}
+    node = case["node"]["metadata"]
+    allocator = Allocator(
+        allocated, classes, [slice_from_dict(s) for s in case["slices"]], SelectorCache()
+    )
+    try:
+        results = allocator.allocate(
+            Node(node["name"], node.get("labels") or {}),
+            [claim_from_dict(c) for c in case["claims"]],
+        )
+    except AllocationError:
+        return None
+    return None if results is None else [allocation_to_api(r, None) for r in results]
+
+
+def _json_canonical(value: Any, key: str = "") -> Any:
+    """The JSON of an allocation with what may differ legitimately made equal: share IDs
+    are random, quantities are compared by amount (the suffix follows the request's
+    format upstream), node selector values as sets."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if k == "shareID":
+                out[k] = "<share>"
+            elif k == "consumedCapacity":
+                out[k] = {n: str(parse_quantity(q)) for n, q in v.items()}
+            else:
+                out[k] = _json_canonical(v, k)
+        return out
+    if isinstance(value, list):
+        items = [_json_canonical(v) for v in value]
+        return sorted(items) if key == "values" else items
+    return value
 
 
 def _ours_result(result: AllocationResult) -> dict[str, Any]:
@@ -217,6 +256,14 @@ def test_oracle_is_upstreams_allocator(oracle: subprocess.Popen[str]) -> None:
 @pytest.mark.parametrize("seed", _seeds())
 def test_allocation_is_upstreams(oracle: subprocess.Popen[str], seed: int) -> None:
     case = scenario(seed)
-    expected = _canonical(_normalized_upstream(_upstream(oracle, case)))
+    answer = _upstream(oracle, case)
+    expected = _canonical(_normalized_upstream(answer))
     actual = _canonical(_ours(case))
     assert actual == expected, json.dumps(case)
+    if answer.get("results"):
+        # what PreBind would write is, field for field, what upstream's allocator returns
+        written = _written(case)
+        assert written is not None
+        assert [_json_canonical(w) for w in written] == [
+            _json_canonical(u) for u in answer["results"]
+        ], json.dumps(case)

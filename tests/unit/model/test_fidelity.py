@@ -295,7 +295,8 @@ def test_pod_level_resize_status_is_used_whole() -> None:
 
 def test_resource_claims_are_read_and_refused() -> None:
     info = make_pod("p").resource_claim("gpu").resource_claim("nic").requests(cpu="1").obj()
-    assert info.resource_claims == ("gpu", "nic")
+    assert [c.name for c in info.resource_claims] == ["gpu", "nic"]
+    assert info.resource_claims[0].template_name == "tmpl"
     assert info.refusal() == (
         "pod has resource claims (spec.resourceClaims: gpu, nic); this scheduler does not "
         "implement dynamic resource allocation"

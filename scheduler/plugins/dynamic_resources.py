@@ -1,0 +1,496 @@
+"""DynamicResources (kubernetes@v1.37.2 pkg/scheduler/framework/plugins/dynamicresources/
+dynamicresources.go): pods with ResourceClaims get devices from the ResourceSlices of
+the node they are placed on.
+
+PreEnqueue: every claim the pod names exists, is not being deleted, and (made from a
+template) belongs to the pod. PreFilter: the same check, the device classes of the claims
+to allocate exist, no claim is being allocated for another pod right now; then one
+allocator over the devices every other claim holds (and those Reserve has promised).
+Filter (per node): allocated claims must be available on the node (their node
+selector); the others are allocated by the structured allocator (scheduler/dra/
+allocator.py), "cannot allocate all claims" when it finds nothing. Score prefers nodes
+where earlier `firstAvailable` alternatives were chosen. Reserve promises the node's
+allocation in memory (a pending allocation: no API call in the cycle); Unreserve takes it
+back. PreBind writes each claim's allocation and the pod's reservation
+(status.allocation, status.reservedFor) with upstream's conflict retries.
+
+The messages are upstream's, word for word. Not here yet (docs/plans/dra.md): PostFilter
+(deallocating a claim reserved for nobody), extended resources backed by devices,
+DeviceTaintRules, the wait for device binding conditions, the filter timeout, and
+claims of pod groups.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import random
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from scheduler.cache.node_view import NodeView
+from scheduler.cache.snapshot import Snapshot
+from scheduler.client.errors import Conflict
+from scheduler.config import names
+from scheduler.dra.allocation_json import allocation_to_api
+from scheduler.dra.allocator import AllocationError, AllocationResult, Allocator
+from scheduler.dra.device_state import DeviceState
+from scheduler.dra.pod_claims import ClaimNotUsable, pod_claims, reserved_for_pod
+from scheduler.dra.pools import Node
+from scheduler.dra.resources import AllocatedDevice, ClaimRecord, claim_from_dict
+from scheduler.dra.selector import SelectorCache
+from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.handle import Handle
+from scheduler.framework.interfaces import (
+    EnqueueExtensions,
+    IntArray,
+    NodePodsIndependentFilter,
+    NormalizeScorePlugin,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    ReservePlugin,
+    ScorePlugin,
+    SignFragment,
+    SignPlugin,
+)
+from scheduler.framework.status import Code, Status
+from scheduler.model.pod import PodInfo
+from scheduler.model.selectors import NodeSelector
+from scheduler.plugins.helpers import QUEUE, SKIP, default_normalize, event
+
+log = logging.getLogger(__name__)
+
+_STATE_KEY = names.DYNAMIC_RESOURCES
+FINALIZER = "resource.kubernetes.io/delete-protection"  # resourceapi.Finalizer
+FIRST_AVAILABLE_MAX = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
+# client-go retry.DefaultRetry: 5 steps of 10 ms, jitter 0.1
+_RETRY_STEPS = 5
+_RETRY_DELAY = 0.01
+
+
+class ClaimWriteError(Exception):
+    """PreBind could not write a claim; the text is upstream's."""
+
+
+@dataclass
+class _State:
+    """Shared by every clone of the cycle state (upstream's Clone returns itself): Filter
+    records each node's allocation on copies, Reserve reads it."""
+
+    claims: list[ClaimRecord] = field(default_factory=list)
+    # per claim: the node selector of its allocation (allocated claims only)
+    available_on: list[NodeSelector | None] = field(default_factory=list)
+    to_allocate: list[int] = field(default_factory=list)  # indexes of unallocated claims
+    allocator: Allocator | None = None
+    node_allocations: dict[str, list[AllocationResult]] = field(default_factory=dict)
+    unavailable: set[int] = field(default_factory=set)
+    # Reserve's choice per claim index, which PreBind writes
+    allocations: dict[int, AllocationResult] = field(default_factory=dict)
+
+    def clone(self) -> _State:
+        return self
+
+
+def _claim_ref(claim: ClaimRecord) -> str:
+    """klog.KObj."""
+    return f"{claim.namespace}/{claim.name}"
+
+
+def _with_allocation(claim: ClaimRecord, result: AllocationResult) -> ClaimRecord:
+    """The claim as it will be once the allocation is written (the pending allocation)."""
+    return replace(
+        claim,
+        allocated=True,
+        allocated_devices=tuple(
+            AllocatedDevice(
+                request=d.request,
+                driver=d.driver,
+                pool=d.pool,
+                device=d.device,
+                admin_access=bool(d.admin_access),
+                share_id=d.share_id,
+                consumed_capacity=d.consumed_capacity,
+            )
+            for d in result.devices
+        ),
+    )
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class DynamicResources(
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    NodePodsIndependentFilter,
+    ScorePlugin,
+    NormalizeScorePlugin,
+    ReservePlugin,
+    PreBindPlugin,
+    EnqueueExtensions,
+    SignPlugin,
+):
+    name = names.DYNAMIC_RESOURCES
+
+    def __init__(self, handle: Handle) -> None:
+        self._handle = handle
+        state = handle.device_state
+        # without the DRA informers (tests of other plugins), an empty view: every claim
+        # is then missing, which is what a cluster without claims answers too
+        self.devices = state if isinstance(state, DeviceState) else DeviceState()
+        self.selectors = SelectorCache()  # upstream: the plugin's celCache
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # ---------------------------------------------------------------- PreEnqueue
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        if not pod.resource_claims:
+            return Status.success()
+        try:
+            pod_claims(pod, self.devices)
+        except ClaimNotUsable as exc:
+            return Status.unresolvable(str(exc), plugin=self.name)
+        return Status.success()
+
+    # ---------------------------------------------------------------- PreFilter
+    def _class_problem(self, class_name: str, request: str) -> Status | None:
+        """validateDeviceClass."""
+        if not class_name:
+            return Status.from_error(
+                ValueError(f"request {request}: unsupported request type"), self.name
+            )
+        if class_name not in self.devices.classes:
+            return Status.unresolvable(
+                f"request {request}: device class {class_name} does not exist", plugin=self.name
+            )
+        return None
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status]:
+        s = _State()
+        state.write(_STATE_KEY, s)
+        if not pod.resource_claims:
+            return None, Status(Code.SKIP)
+        try:
+            claims = pod_claims(pod, self.devices)
+        except ClaimNotUsable as exc:
+            return None, Status.unresolvable(str(exc), plugin=self.name)
+        if not claims:
+            return None, Status(Code.SKIP)
+        s.claims = claims
+        for index, claim in enumerate(claims):
+            # (upstream's "resourceclaim in use" cannot happen: CanBeReserved is always
+            # true in v1.37.2, the API server bounds reservedFor)
+            if claim.allocated:
+                s.available_on.append(claim.allocation_node_selector)
+                continue
+            s.available_on.append(None)
+            s.to_allocate.append(index)
+            if self.devices.pending_allocation(claim.uid) is not None:
+                return None, Status.unresolvable(
+                    f"resource claim {_claim_ref(claim)} is in the process of being allocated",
+                    plugin=self.name,
+                )
+            for request in claim.requests:
+                if request.exactly is not None:
+                    problem = self._class_problem(request.exactly.device_class_name, request.name)
+                elif request.first_available:
+                    problem = next(
+                        (
+                            p
+                            for sub in request.first_available
+                            if (
+                                p := self._class_problem(
+                                    sub.device_class_name, f"{request.name}/{sub.name}"
+                                )
+                            )
+                            is not None
+                        ),
+                        None,
+                    )
+                else:
+                    problem = Status.unresolvable(
+                        f"resource claim {_claim_ref(claim)}, request {request.name}: "
+                        "unknown request type",
+                        plugin=self.name,
+                    )
+                if problem is not None:
+                    return None, problem
+        if s.to_allocate:
+            s.allocator = Allocator(
+                self.devices.allocated_state(),
+                self.devices.classes,
+                list(self.devices.slices.values()),
+                self.selectors,
+            )
+        return None, Status.success()
+
+    # ---------------------------------------------------------------- Filter
+    def filter(self, state: CycleState, pod: PodInfo, view: NodeView) -> Status:
+        s: _State | None = state.get(_STATE_KEY)
+        if s is None or not s.claims:
+            return Status.success()
+        unavailable = [
+            i
+            for i, selector in enumerate(s.available_on)
+            if selector is not None and not selector.matches(view.labels, view.name)
+        ]
+        results: list[AllocationResult] | None = None
+        if s.allocator is not None:
+            to_allocate = [s.claims[i] for i in s.to_allocate]
+            try:
+                results = s.allocator.allocate(Node(view.name, view.labels), to_allocate)
+            except AllocationError as exc:
+                if exc.on_node:
+                    return Status.unresolvable(str(exc), plugin=self.name)
+                return Status.from_error(exc, self.name)
+            if results is None or len(results) != len(to_allocate):
+                return Status.unresolvable("cannot allocate all claims", plugin=self.name)
+        if unavailable:
+            s.unavailable.update(unavailable)
+            return Status.unresolvable("resourceclaim not available on the node", plugin=self.name)
+        if results is not None:
+            s.node_allocations[view.name] = results
+        return Status.success()
+
+    # ---------------------------------------------------------------- Score
+    def score(self, state: CycleState, pod: PodInfo, view: NodeView) -> tuple[int, Status]:
+        """computeScore: FIRST_AVAILABLE_MAX - i for each claim request whose alternative
+        i was chosen, over the claims already allocated and those allocated here."""
+        s: _State | None = state.get(_STATE_KEY)
+        if s is None or not s.claims:
+            return 0, Status.success()
+        allocations = s.node_allocations.get(view.name)
+        if allocations is None:
+            return 0, Status.success()
+        score = 0
+        pending = iter(allocations)
+        for claim in s.claims:
+            if claim.allocated:
+                chosen = {d.request for d in claim.allocated_devices}
+            else:
+                result = next(pending, None)
+                if result is None:
+                    return 0, Status.from_error(
+                        ValueError(
+                            f"number of allocations {len(allocations)} is smaller than "
+                            "number of claims needing allocation"
+                        ),
+                        self.name,
+                    )
+                chosen = {d.request for d in result.devices}
+            for request in claim.requests:
+                if request.exactly is not None:
+                    continue
+                for i, sub in enumerate(request.first_available):
+                    if f"{request.name}/{sub.name}" in chosen:
+                        score += FIRST_AVAILABLE_MAX - i
+        return score, Status.success()
+
+    def normalize_scores(
+        self, state: CycleState, pod: PodInfo, scores: IntArray, slots: IntArray
+    ) -> Status:
+        return default_normalize(scores)
+
+    # ---------------------------------------------------------------- Reserve
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        s: _State | None = state.get(_STATE_KEY)
+        if s is None or not s.to_allocate or s.allocator is None:
+            return Status.success()
+        results = s.node_allocations.get(node_name)
+        if not results:
+            return Status.from_error(ValueError("claim allocation not found for node"), self.name)
+        if len(results) != len(s.to_allocate):
+            return Status.from_error(
+                ValueError(
+                    f"internal error, have {len(results)} allocations, "
+                    f"{len(s.to_allocate)} claims to allocate, want {len(s.to_allocate)} claims"
+                ),
+                self.name,
+            )
+        for index, result in zip(s.to_allocate, results, strict=True):
+            s.allocations[index] = result
+            self.devices.signal_pending(_with_allocation(s.claims[index], result))
+        return Status.success()
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        s: _State | None = state.get(_STATE_KEY)
+        if s is None or not s.claims:
+            return
+        for claim in s.claims:
+            if self.devices.remove_pending(claim.uid, force=False):
+                self.devices.restore(claim.key)
+            if claim.allocated and reserved_for_pod(pod, claim):
+                # PreBind reserved it and a later step failed: take the reservation back
+                self._spawn(self._unreserve_claim(claim, pod))
+
+    def _spawn(self, work: Any) -> None:
+        try:
+            task = asyncio.get_running_loop().create_task(work)
+        except RuntimeError:  # no loop (a synchronous test): nothing was written either
+            work.close()
+            return
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _unreserve_claim(self, claim: ClaimRecord, pod: PodInfo) -> None:
+        try:
+            await self._handle.resource_claim_api.unreserve_resource_claim(
+                claim.namespace, claim.name, claim.uid, pod.uid
+            )
+        except Exception:
+            # upstream logs it too; the claim's next consumer sees the stale entry, and
+            # the resourceclaim controller drops entries of pods that are gone
+            log.exception("unreserve claim=%s pod=%s", _claim_ref(claim), pod.key)
+
+    # ---------------------------------------------------------------- PreBind
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        s: _State | None = state.get(_STATE_KEY)
+        if s is None or not s.claims:
+            return Status.success()
+        written: list[int] = []
+        for index, claim in enumerate(s.claims):
+            if reserved_for_pod(pod, claim):
+                continue
+            try:
+                s.claims[index] = await self._bind_claim(s, index, pod)
+            except Exception as exc:  # API errors included: the pod is retried
+                return Status.from_error(exc, self.name)
+            written.append(index)
+        # success: the written copies hold the devices now (upstream prebindSuccessCleanup)
+        for index in written:
+            if index in s.allocations:
+                self.devices.remove_pending(s.claims[index].uid, force=True)
+        return Status.success()
+
+    async def _bind_claim(self, s: _State, index: int, pod: PodInfo) -> ClaimRecord:
+        """bindClaim: add the finalizer (when allocating), the allocation and the pod's
+        reservation, retrying on conflict with a fresh copy (retry.RetryOnConflict)."""
+        api = self._handle.resource_claim_api
+        claim = s.claims[index]
+        raw: dict[str, Any] = copy.deepcopy(dict(claim.raw))
+        for attempt in range(_RETRY_STEPS):
+            if attempt:
+                await asyncio.sleep(_RETRY_DELAY * (1 + 0.1 * random.random()))
+                raw = await api.get_resource_claim(claim.namespace, claim.name)
+            try:
+                updated = await self._write_claim(raw, claim, s.allocations.get(index), pod)
+            except Conflict:
+                if attempt == _RETRY_STEPS - 1:
+                    raise
+                continue
+            record = claim_from_dict(updated)
+            self.devices.assume_written(record)
+            return record
+        raise AssertionError("unreachable")
+
+    async def _write_claim(
+        self,
+        raw: dict[str, Any],
+        claim: ClaimRecord,
+        result: AllocationResult | None,
+        pod: PodInfo,
+    ) -> dict[str, Any]:
+        """One attempt of bindClaim's update; Conflict is left to the caller's retry."""
+        api = self._handle.resource_claim_api
+        ref = _claim_ref(claim)
+        meta = raw.setdefault("metadata", {})
+        status = raw.setdefault("status", {})
+        if meta.get("deletionTimestamp"):
+            raise ClaimWriteError(f"claim {ref} got deleted in the meantime")
+        if result is not None:
+            if status.get("allocation") is not None:
+                raise ClaimWriteError(f"claim {ref} got allocated elsewhere in the meantime")
+            finalizers = list(meta.get("finalizers") or [])
+            if FINALIZER not in finalizers:
+                meta["finalizers"] = [*finalizers, FINALIZER]
+                try:
+                    raw = await api.update_resource_claim(raw)
+                except Conflict:
+                    raise
+                except Exception as exc:
+                    raise ClaimWriteError(f"add finalizer to claim {ref}: {exc}") from exc
+                status = raw.setdefault("status", {})
+            status["allocation"] = allocation_to_api(result, None)
+        status["reservedFor"] = [
+            *(status.get("reservedFor") or []),
+            {"resource": "pods", "name": pod.name, "uid": pod.uid},
+        ]
+        # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus are on in v1.37.2
+        if status.get("allocation") is None:
+            raise ClaimWriteError(f"claim {ref} got deallocated elsewhere in the meantime")
+        status["allocation"].setdefault("allocationTimestamp", _now())
+        try:
+            return await api.update_resource_claim_status(raw)
+        except Conflict:
+            raise
+        except Exception as exc:
+            what = "add allocation and reservation to" if result else "add reservation to"
+            raise ClaimWriteError(f"{what} claim {ref}: {exc}") from exc
+
+    # ---------------------------------------------------------------- events
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            event(
+                EventResource.NODE,
+                ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_ALLOCATABLE,
+            ),
+            event(
+                EventResource.RESOURCE_CLAIM,
+                ActionType.ADD | ActionType.UPDATE | ActionType.DELETE,
+                self._claim_hint,
+            ),
+            event(
+                EventResource.UNSCHEDULED_POD,
+                ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM,
+                self._pod_hint,
+            ),
+            event(EventResource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE),
+            event(EventResource.RESOURCE_SLICE, ActionType.ADD | ActionType.UPDATE),
+        ]
+
+    def _claim_hint(self, pod: PodInfo, old: Any, new: Any) -> Any:
+        """isSchedulableAfterClaimChange."""
+        if not isinstance(new, ClaimRecord):
+            # deleted: only a claim that held devices frees something
+            return QUEUE if not isinstance(old, ClaimRecord) or old.allocated else SKIP
+        try:
+            uses = any(c.uid == new.uid for c in pod_claims(pod, self.devices))
+        except ClaimNotUsable:
+            return SKIP
+        if isinstance(old, ClaimRecord) and old.allocated and not new.allocated:
+            return QUEUE  # deallocated: its devices are free for any pod
+        if not uses:
+            return SKIP
+        if not isinstance(old, ClaimRecord):
+            return QUEUE  # the pod's claim was created
+        if old.raw.get("status") == new.raw.get("status"):
+            return SKIP
+        return QUEUE
+
+    def _pod_hint(self, pod: PodInfo, old: Any, new: Any) -> Any:
+        """isSchedulableAfterTargetPodUpdate: the pod's own update, once every claim of
+        it can be found."""
+        if not isinstance(new, PodInfo) or new.uid != pod.uid:
+            return SKIP
+        try:
+            pod_claims(new, self.devices)
+        except ClaimNotUsable:
+            return SKIP
+        return QUEUE
+
+    # ---------------------------------------------------------------- sign
+    def sign_pod(self, pod: PodInfo) -> tuple[tuple[SignFragment, ...], Status]:
+        if pod.resource_claims:
+            return (), Status.unschedulable("pods with dra resource claims are not signable")
+        return (), Status.success()
+
+
+def new(args: object, handle: Handle) -> DynamicResources:
+    return DynamicResources(handle)

@@ -1,0 +1,48 @@
+"""Helpers for the DRA tests against the real API server: the DRA informers running into
+a DeviceState for the length of a block, and the cluster-scoped objects a test made
+(device classes, resource slices) removed after it, so the session's shared cluster
+stays as the next test expects it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+from scheduler.client.connection import Connection
+from scheduler.dra.device_state import DeviceState
+from scheduler.dra_informers import dra_informers
+from tests.kube import ClusterHandle
+
+RESOURCE = "/apis/resource.k8s.io/v1"
+
+
+@contextlib.asynccontextmanager
+async def running_dra_informers(
+    connection: Connection, state: DeviceState, sink: Callable[[], Any] = lambda: None
+) -> AsyncIterator[None]:
+    """Synced on entry; stopped (and awaited) on exit."""
+    informers = dra_informers(connection, state, sink)
+    tasks = [asyncio.create_task(i.run()) for i in informers]
+    try:
+        await asyncio.gather(*(i.wait_synced() for i in informers))
+        yield
+    finally:
+        for i in informers:
+            i.stop()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+
+
+@contextlib.contextmanager
+def cluster_scoped(cluster: ClusterHandle, *paths: str) -> Iterator[None]:
+    """Delete these resource.k8s.io objects ("deviceclasses/x") after the block; one
+    that is absent (the test failed before making it) is passed over."""
+    try:
+        yield
+    finally:
+        for path in paths:
+            with contextlib.suppress(AssertionError):
+                cluster.api("DELETE", f"{RESOURCE}/{path}")
