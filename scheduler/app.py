@@ -37,6 +37,8 @@ from scheduler.client.lean_json import list_page, watch_event
 from scheduler.config import (
     SchedulerConfiguration,
 )
+from scheduler.dra.device_state import DeviceState
+from scheduler.dra_informers import dra_informers
 from scheduler.eventhandlers import (
     NodeEventHandler,
     PodEventHandler,
@@ -99,6 +101,7 @@ POD_GROUPS = Resource("scheduling.k8s.io", "v1beta1", "podgroups")
 def pod_group_key(pod: PodInfo) -> str:
     """The queue's key for a pod's PodGroup ("" for a pod on its own)."""
     return f"{pod.namespace}/{pod.pod_group}" if pod.pod_group else ""
+
 
 @dataclass
 class RunOptions:
@@ -289,6 +292,9 @@ class SchedulerApp:
             generic_workload=self.features.generic_workload,
         )
         registry = catalog.registry(services)
+        # DynamicResourceAllocation: one view of slices, classes and claims for every
+        # profile (upstream's DRA manager is shared the same way), filled by informers
+        self.device_state = DeviceState() if self.features.dynamic_resource_allocation else None
         # one map of pods waiting at Permit for every profile, so preemption finds a
         # victim waiting in any of them
         self.waiting_pods = WaitingPods()
@@ -300,6 +306,9 @@ class SchedulerApp:
             )  # fmt: skip
             handle.workload_selectors = self.workloads
             handle.gang_lookup = self.cache.gang
+            if self.device_state is not None:
+                handle.device_state = self.device_state
+                handle.resource_claim_api = self.dispatcher
             self.frameworks[prof.scheduler_name] = Framework(
                 prof,
                 registry,
@@ -342,6 +351,7 @@ class SchedulerApp:
         self.pod_handler = PodEventHandler(
             self.cache, self.queue, self.nominator, self.profile_names,
             on_refused=self._refuse_pod, gangs=self.features.generic_workload,
+            dra=self.features.dynamic_resource_allocation,
             # upstream RejectWaitingPod's words (framework/runtime/framework.go)
             reject_waiting=lambda uid: self.waiting_pods.reject(uid, "", "removed"),
         )  # fmt: skip
@@ -362,6 +372,11 @@ class SchedulerApp:
             self.pdb_informer,
             *lister_informers(self.connection, self.listers, self.workloads, self.queue),
         ]
+        if self.device_state is not None:
+            queue = self.queue
+            self.other_informers.extend(
+                dra_informers(self.connection, self.device_state, lambda: queue)
+            )
         if self.features.generic_workload:
             pod_groups = PodGroupEventHandler(self.cache, self.queue)
             self.other_informers.append(
@@ -394,9 +409,7 @@ class SchedulerApp:
             queue=self.queue,
             nominator=self.nominator,
             frameworks=self.frameworks,
-            algorithms={
-                name: ProfileAlgorithm(fwk, m) for name, fwk in self.frameworks.items()
-            },
+            algorithms={name: ProfileAlgorithm(fwk, m) for name, fwk in self.frameworks.items()},
             events=self.events,
             status_writer=self.status_writer,
             metrics=m,
@@ -462,7 +475,6 @@ class SchedulerApp:
             )
             self.fence.elector = self.elector
             self.server.add_health_check("leaderElection", self.elector.healthz)
-
 
     def _policy_runtime(self) -> PolicyRuntime:
         def ns_labels(name: str) -> Any:
@@ -656,4 +668,3 @@ class SchedulerApp:
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.server.stop()
         log.info("stopped")
-

@@ -21,6 +21,7 @@ from scheduler.config.names import (
     DEFAULT_MULTI_POINT,
     DEFAULT_MULTI_POINT_GENERIC_WORKLOAD,
     DEFAULT_PREEMPTION,
+    DYNAMIC_RESOURCES,
     PluginRef,
 )
 from scheduler.config.types import Profile as ConfigProfile
@@ -56,10 +57,16 @@ def registry(services: PreemptionServices) -> Registry:
 
 
 def default_multi_point(features: FeatureGates) -> tuple[PluginRef, ...]:
-    """The default profile's multiPoint plugins under these feature gates."""
-    if features.generic_workload:
-        return DEFAULT_MULTI_POINT_GENERIC_WORKLOAD
-    return DEFAULT_MULTI_POINT
+    """The default profile's multiPoint plugins under these feature gates, in the order
+    upstream's applyFeatureGates builds them (apis/config/v1/default_plugins.go):
+    DynamicResources right before DefaultPreemption, then GangScheduling at the end."""
+    plugins = (
+        DEFAULT_MULTI_POINT_GENERIC_WORKLOAD if features.generic_workload else DEFAULT_MULTI_POINT
+    )
+    if features.dynamic_resource_allocation:
+        at = next(i for i, p in enumerate(plugins) if p.name == DEFAULT_PREEMPTION)
+        plugins = (*plugins[:at], PluginRef(DYNAMIC_RESOURCES, 2), *plugins[at:])
+    return plugins
 
 
 _NO_GATES = FeatureGates()

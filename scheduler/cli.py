@@ -192,7 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--feature-gates", default="",
         help="feature gates as kube-scheduler's flag (A=true,B=false); known: "
-        "GenericWorkload (default false: workload-aware scheduling of pod groups)",
+        "GenericWorkload (default false: workload-aware scheduling of pod groups), "
+        "DynamicResourceAllocation (default false here: pods with resource claims)",
     )
     run.add_argument(
         "--write-config-to", help="write the effective configuration to this file and exit"

@@ -108,6 +108,7 @@ class PodEventHandler:
         on_refused: Callable[[PodInfo, str], None] | None = None,
         *,
         gangs: bool = False,
+        dra: bool = False,
         reject_waiting: Callable[[str], bool] = lambda uid: False,
     ) -> None:
         self.cache = cache
@@ -116,6 +117,7 @@ class PodEventHandler:
         # GenericWorkload: members of a PodGroup are queued (and counted in the cache's
         # gang state) instead of refused
         self.gangs = gangs
+        self.dra = dra  # the DynamicResourceAllocation gate: pods with claims are taken
         self.queue = queue
         self.nominator = nominator
         self.scheduler_names = frozenset(scheduler_names)
@@ -136,16 +138,16 @@ class PodEventHandler:
         return (
             not pod.node_name
             and self.responsible_for(pod)
-            and not pod.refusal(gangs=self.gangs)
+            and not pod.refusal(gangs=self.gangs, dra=self.dra)
         )
 
     def _refuse(self, pod: PodInfo, old: PodInfo | None) -> None:
         """Tell the pod why it is refused, unless it was already told the same."""
-        reason = pod.refusal(gangs=self.gangs)
+        reason = pod.refusal(gangs=self.gangs, dra=self.dra)
         if (
             old is not None
             and self._pending_ours(old)
-            and old.refusal(gangs=self.gangs) == reason
+            and old.refusal(gangs=self.gangs, dra=self.dra) == reason
         ):
             return
         log.warning("refusing pod=%s: %s", pod.key, reason)

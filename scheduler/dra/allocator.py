@@ -39,7 +39,8 @@ from scheduler.dra.resources import (
     SliceRecord,
     SubRequest,
 )
-from scheduler.dra.selector import CompileError, EvaluationError, SelectorCache
+from scheduler.dra.selector import CompileError, EvaluationError
+from scheduler.dra.selector_cache import SelectorCache
 
 DeviceID = tuple[str, str, str]  # (driver, pool, device)
 

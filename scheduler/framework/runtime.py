@@ -79,9 +79,10 @@ class FrameworkError(ValueError):
 # when an earlier PreFilter plugin ends the run (UnschedulableAndUnresolvable, or narrowed
 # node sets that do not intersect) that state is missing, DynamicResources' PostFilter
 # fails with the cycle state's "not found" error and RunPostFilterPlugins stops there: no
-# preemption, and the pod's message ends in " not found". This scheduler implements no
-# DynamicResources plugin but says and does what upstream does (seen against the
-# kube-scheduler v1.37.2 binary, tests/integration/test_fidelity_messages.py).
+# preemption, and the pod's message ends in " not found". A profile without this
+# scheduler's DynamicResources plugin (the default while its gate is off) says and does
+# what upstream does (seen against the kube-scheduler v1.37.2 binary,
+# tests/integration/test_fidelity_messages.py); with the plugin, the plugin says it.
 _PRE_FILTER_ENDED_EARLY = "framework/PreFilterEndedBeforeDynamicResources"
 DYNAMIC_RESOURCES = "DynamicResources"
 DRA_STATE_NOT_FOUND = "not found"
@@ -288,7 +289,11 @@ class Framework:
         UnschedulableAndUnresolvable ends the run; otherwise the Unschedulable reasons
         of all are joined under the first rejecting plugin, with the last non-empty
         result (e.g. one clearing the nomination)."""
-        if self.post_filter_plugins and state.get(_PRE_FILTER_ENDED_EARLY):
+        if (
+            self.post_filter_plugins
+            and state.get(_PRE_FILTER_ENDED_EARLY)
+            and DYNAMIC_RESOURCES not in self._plugins  # else the plugin itself says so
+        ):
             return None, Status(Code.ERROR, (DRA_STATE_NOT_FOUND,), DYNAMIC_RESOURCES)
         reasons: list[str] = []
         result: PostFilterResult | None = None

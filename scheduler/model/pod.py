@@ -208,18 +208,20 @@ class PodInfo:
             for c in self.conditions
         )
 
-    def refusal(self, *, gangs: bool = False) -> str:
+    def refusal(self, *, gangs: bool = False, dra: bool = False) -> str:
         """Why this scheduler must not place the pod ("" when it may): parts it cannot
-        read, resource claims (dynamic resource allocation is not implemented, and
-        placing such a pod without allocating its claims would be wrong), or a pod group
-        when the pod-group cycle is off (`gangs`: the GenericWorkload gate)."""
+        read, resource claims when dynamic resource allocation is off (`dra`: the
+        DynamicResourceAllocation gate; placing such a pod without allocating its claims
+        would be wrong), or a pod group when the pod-group cycle is off (`gangs`: the
+        GenericWorkload gate)."""
         if self.problems:
             return "the scheduler cannot read this pod: " + "; ".join(self.problems)
-        if self.resource_claims:
+        if self.resource_claims and not dra:
             return (
                 "pod has resource claims (spec.resourceClaims: "
                 + ", ".join(c.name for c in self.resource_claims)
-                + "); this scheduler does not implement dynamic resource allocation"
+                + "); dynamic resource allocation is off in this scheduler "
+                "(--feature-gates=DynamicResourceAllocation=true turns it on)"
             )
         if self.pod_group and not gangs:
             # placing members one by one could bind part of a gang, which holds nodes and

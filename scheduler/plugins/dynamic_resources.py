@@ -14,8 +14,9 @@ allocation in memory (a pending allocation: no API call in the cycle); Unreserve
 back. PreBind writes each claim's allocation and the pod's reservation
 (status.allocation, status.reservedFor) with upstream's conflict retries.
 
-The messages are upstream's, word for word. Not here yet (docs/plans/dra.md): PostFilter
-(deallocating a claim reserved for nobody), extended resources backed by devices,
+PostFilter deallocates a claim that is allocated where the pod cannot go and reserved
+for nobody (its write runs in the background). The messages are upstream's, word for
+word. Not here yet (docs/plans/dra.md): extended resources backed by devices,
 DeviceTaintRules, the wait for device binding conditions, the filter timeout, and
 claims of pod groups.
 """
@@ -40,15 +41,18 @@ from scheduler.dra.device_state import DeviceState
 from scheduler.dra.pod_claims import ClaimNotUsable, pod_claims, reserved_for_pod
 from scheduler.dra.pools import Node
 from scheduler.dra.resources import AllocatedDevice, ClaimRecord, claim_from_dict
-from scheduler.dra.selector import SelectorCache
+from scheduler.dra.selector_cache import SelectorCache
 from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.diagnosis import Diagnosis
 from scheduler.framework.handle import Handle
 from scheduler.framework.interfaces import (
     EnqueueExtensions,
     IntArray,
     NodePodsIndependentFilter,
     NormalizeScorePlugin,
+    PostFilterPlugin,
+    PostFilterResult,
     PreBindPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
@@ -129,6 +133,7 @@ class DynamicResources(
     PreEnqueuePlugin,
     PreFilterPlugin,
     NodePodsIndependentFilter,
+    PostFilterPlugin,
     ScorePlugin,
     NormalizeScorePlugin,
     ReservePlugin,
@@ -258,6 +263,40 @@ class DynamicResources(
         if results is not None:
             s.node_allocations[view.name] = results
         return Status.success()
+
+    # ---------------------------------------------------------------- PostFilter
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status]:
+        """PostFilter (deallocateOrDeletePodClaims): a claim that was not available on
+        any node and is reserved for nobody else is deallocated, so that it can be
+        allocated anew where the pod fits; the pod then tries again. Without PreFilter's
+        state (an earlier PreFilter plugin ended the run) upstream fails with the cycle
+        state's error, "not found", and so does this."""
+        s: _State | None = state.get(_STATE_KEY)
+        if s is None:
+            return None, Status(Code.ERROR, ("not found",), self.name)
+        for index in sorted(s.unavailable):
+            claim = s.claims[index]
+            if not claim.reserved_for or (
+                len(claim.reserved_for) == 1 and claim.reserved_for[0].uid == pod.uid
+            ):
+                # upstream's UpdateStatus runs inside PostFilter; here in the background,
+                # as this scheduler's other writes, the pod being retried when the claim's
+                # change arrives (its queueing hint: deallocated)
+                self._spawn(self._deallocate(claim))
+                return None, Status.unschedulable("deallocation of ResourceClaim completed")
+        return None, Status(Code.UNSCHEDULABLE)
+
+    async def _deallocate(self, claim: ClaimRecord) -> None:
+        raw: dict[str, Any] = copy.deepcopy(dict(claim.raw))
+        status = raw.setdefault("status", {})
+        for key in ("reservedFor", "allocation", "devices"):
+            status.pop(key, None)
+        try:
+            await self._handle.resource_claim_api.update_resource_claim_status(raw)
+        except Exception:
+            log.exception("deallocate claim=%s", _claim_ref(claim))
 
     # ---------------------------------------------------------------- Score
     def score(self, state: CycleState, pod: PodInfo, view: NodeView) -> tuple[int, Status]:

@@ -11,6 +11,7 @@ from scheduler.config import names
 from scheduler.framework.registry import Registration, Registry
 from scheduler.plugins import (
     default_binder,
+    dynamic_resources,
     gang_scheduling,
     image_locality,
     inter_pod_affinity,
@@ -73,5 +74,8 @@ def in_tree_registry() -> Registry:
             names.VOLUME_BINDING: Registration(volume_binding.VolumeBinding, volume_binding.new),
             names.VOLUME_ZONE: Registration(volume_zone.VolumeZone, volume_zone.new),
             names.DEFAULT_BINDER: Registration(default_binder.DefaultBinder, default_binder.new),
+            names.DYNAMIC_RESOURCES: Registration(
+                dynamic_resources.DynamicResources, dynamic_resources.new
+            ),
         }
     )

@@ -914,6 +914,35 @@ def test_preemption_policies_crd_rbac_and_flag_follow_one_value(tmp_path: Path) 
     assert "--preemption-policies" in container(kept)["args"]
 
 
+def test_dynamic_resource_allocation_gate_and_rbac_follow_one_value(tmp_path: Path) -> None:
+    # off by default here: no flag, no resource.k8s.io rule
+    docs = render(tmp_path)
+    groups = {g for r in one(docs, "ClusterRole", FULLNAME)["rules"] for g in r["apiGroups"]}
+    assert "resource.k8s.io" not in groups
+    on = render(tmp_path, None, "dynamicResourceAllocation.enabled=true")
+    assert "--feature-gates=DynamicResourceAllocation=true" in container(on)["args"]
+    rules = one(on, "ClusterRole", FULLNAME)["rules"]
+    granted = {
+        res: set(r["verbs"])
+        for r in rules
+        if r["apiGroups"] == ["resource.k8s.io"]
+        for res in r["resources"]
+    }
+    assert granted == {
+        "resourceslices": {"get", "list", "watch"},
+        "deviceclasses": {"get", "list", "watch"},
+        "resourceclaims": {"get", "list", "watch", "update"},
+        "resourceclaims/status": {"update", "patch"},
+    }
+    # both gates: one flag, as kube-scheduler's --feature-gates takes them
+    both = render(
+        tmp_path, None, "dynamicResourceAllocation.enabled=true",
+        "workloadAwareScheduling.enabled=true",
+    )  # fmt: skip
+    gates = [a for a in container(both)["args"] if a.startswith("--feature-gates")]
+    assert gates == ["--feature-gates=GenericWorkload=true,DynamicResourceAllocation=true"]
+
+
 def test_workload_aware_scheduling_gate_and_rbac_follow_one_value(tmp_path: Path) -> None:
     # off by default, as upstream's GenericWorkload gate: no flag, no podgroups rule
     docs = render(tmp_path)

@@ -15,7 +15,7 @@ from scheduler.client.connection import Connection
 from scheduler.dra.allocator import Allocator
 from scheduler.dra.device_state import DeviceState
 from scheduler.dra.pools import Node
-from scheduler.dra.selector import SelectorCache
+from scheduler.dra.selector_cache import SelectorCache
 from scheduler.framework.cluster_event import ClusterEvent
 from tests.dra_cluster import RESOURCE, cluster_scoped, running_dra_informers
 from tests.kube import ClusterHandle, until

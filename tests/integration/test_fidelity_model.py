@@ -335,8 +335,8 @@ def test_a_pod_with_resource_claims_is_refused_and_a_bound_one_still_counts(
     cond = _wait_refused(cluster, "dra-claim")
     assert cond["reason"] == "Unschedulable"
     assert cond["message"] == (
-        "pod has resource claims (spec.resourceClaims: gpu); this scheduler does not "
-        "implement dynamic resource allocation"
+        "pod has resource claims (spec.resourceClaims: gpu); dynamic resource allocation "
+        "is off in this scheduler (--feature-gates=DynamicResourceAllocation=true turns it on)"
     )
     events = wait_for(
         lambda: [

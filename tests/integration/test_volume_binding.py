@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from kas_dev.cluster.nodes import NodeGroup
+from tests.contenders import CONTENDERS, Scheduler, contender_on_cluster
 from tests.kube import ClusterHandle, pod_manifest, wait_for
-from tests.logged_process import LoggedProcess
-from tests.scheduler_process import SchedulerProcess, write_config
+from tests.scheduler_process import SchedulerProcess
 
 pytestmark = pytest.mark.cluster
 
@@ -29,43 +27,18 @@ SELECTED_NODE = "volume.kubernetes.io/selected-node"
 NS = "default"
 
 
-class UpstreamScheduler(LoggedProcess):
-    """Upstream kube-scheduler v1.37.2 with the same profile: the flows below are checked
-    against it too, so what they show is upstream's behaviour, not only ours."""
-
-    def __init__(self, bin_dir: Path, kubeconfig: str, config: Path, log_path: Path) -> None:
-        raw = yaml.safe_load(config.read_text())
-        raw["clientConnection"]["kubeconfig"] = kubeconfig
-        config.write_text(yaml.safe_dump(raw))
-        argv = [str(bin_dir / "kube-scheduler"), f"--config={config}", "--secure-port=0", "-v=2"]
-        super().__init__(argv, log_path)
-
-
-Scheduler = SchedulerProcess | UpstreamScheduler
-
-
-@pytest.fixture(scope="module", params=["ours", "upstream"])
+@pytest.fixture(scope="module", params=CONTENDERS)
 def env(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[ClusterHandle, Scheduler]]:
-    from kas_dev.cluster.local import LocalCluster
-
-    d = tmp_path_factory.mktemp(f"volumes-{request.param}")
-    local = LocalCluster(d / "cluster")
-    local.up([NodeGroup(count=4, name_prefix="vol")])
-    cluster = ClusterHandle(local)
     profiles = [{"schedulerName": SCHED, "pluginConfig": [
         {"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 3}}]}]  # fmt: skip
-    config = write_config(d / "config.yaml", profiles)
-    sched: Scheduler
-    if request.param == "ours":
-        sched = SchedulerProcess(cluster.kubeconfig, config, d / "scheduler.log").start()
-    else:
-        sched = UpstreamScheduler(cluster.bin_dir, cluster.kubeconfig, config, d / "up.log")
-        sched.start()
-    yield cluster, sched
-    sched.stop()
-    local.down()
+    yield from contender_on_cluster(
+        request.param,
+        tmp_path_factory.mktemp(f"volumes-{request.param}"),
+        NodeGroup(count=4, name_prefix="vol"),
+        profiles,
+    )
 
 
 def storage_class(name: str, provisioner: str) -> dict[str, Any]:

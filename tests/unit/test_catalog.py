@@ -111,9 +111,13 @@ def test_declaring_a_protocol_is_what_places_a_plugin() -> None:
 
 def test_the_catalog_knows_every_in_tree_plugin_and_default_preemption() -> None:
     known = {n for n in in_tree_registry()} | {names.DEFAULT_PREEMPTION}
-    # every plugin is a default one, GangScheduling only under GenericWorkload
-    assert {r.name for r in names.DEFAULT_MULTI_POINT} == known - {names.GANG_SCHEDULING}
-    assert {r.name for r in names.DEFAULT_MULTI_POINT_GENERIC_WORKLOAD} == known
+    # every plugin is a default one, GangScheduling only under GenericWorkload,
+    # DynamicResources only under DynamicResourceAllocation
+    gated = {names.GANG_SCHEDULING, names.DYNAMIC_RESOURCES}
+    assert {r.name for r in names.DEFAULT_MULTI_POINT} == known - gated
+    assert {r.name for r in names.DEFAULT_MULTI_POINT_GENERIC_WORKLOAD} == known - {
+        names.DYNAMIC_RESOURCES
+    }
     assert all(catalog.implements(n) for n in known)
     assert catalog.implements("NoSuchPlugin") == frozenset()
 
@@ -128,6 +132,28 @@ def test_generic_workload_appends_gang_scheduling_to_the_default_profile() -> No
     assert _plain(gated.enabled(names.PRE_ENQUEUE))[-1] == names.GANG_SCHEDULING
     assert _plain(gated.enabled(names.PERMIT)) == [names.GANG_SCHEDULING]
     assert _plain(gated.enabled(names.FILTER)) == _plain(plain.enabled(names.FILTER))
+
+
+def test_dynamic_resource_allocation_puts_dynamic_resources_before_default_preemption() -> None:
+    # upstream default_plugins.go applyDynamicResources: weight 2, before DefaultPreemption
+    from scheduler.features import FeatureGates
+
+    both = catalog.default_multi_point(
+        FeatureGates(generic_workload=True, dynamic_resource_allocation=True)
+    )
+    order = [r.name for r in both]
+    at = order.index(names.DYNAMIC_RESOURCES)
+    assert order[at + 1] == names.DEFAULT_PREEMPTION
+    assert both[at].weight == 2
+    assert order[-1] == names.GANG_SCHEDULING
+    profile = catalog.default_config(FeatureGates(dynamic_resource_allocation=True)).profiles[0]
+    for point in (names.PRE_ENQUEUE, names.PRE_FILTER, names.FILTER, names.POST_FILTER,
+                  names.SCORE, names.RESERVE, names.PRE_BIND):  # fmt: skip
+        assert names.DYNAMIC_RESOURCES in _plain(profile.enabled(point)), point
+    assert _plain(profile.enabled(names.POST_FILTER)) == [
+        names.DYNAMIC_RESOURCES,
+        names.DEFAULT_PREEMPTION,
+    ]
 
 
 def test_loading_a_configuration_does_not_load_the_transport() -> None:

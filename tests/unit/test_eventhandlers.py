@@ -105,8 +105,8 @@ def test_a_pod_with_resource_claims_is_refused_once_and_never_queued() -> None:
     assert refused == [
         (
             "default/dra",
-            "pod has resource claims (spec.resourceClaims: gpu); this scheduler does not "
-            "implement dynamic resource allocation",
+            "pod has resource claims (spec.resourceClaims: gpu); dynamic resource allocation "
+            "is off in this scheduler (--feature-gates=DynamicResourceAllocation=true turns it on)",
         )
     ]
     # our own PodScheduled=False patch comes back as an update: no second refusal

@@ -13,12 +13,15 @@ def test_generic_workload_is_off_by_default_and_read_as_component_base_reads_it(
     assert parse_feature_gates(" GenericWorkload=TRUE ") == FeatureGates(generic_workload=True)
     assert parse_feature_gates("GenericWorkload=true,GenericWorkload=false") == FeatureGates()
     assert FeatureGates(generic_workload=True).args() == ["--feature-gates=GenericWorkload=true"]
+    both = parse_feature_gates("GenericWorkload=true, DynamicResourceAllocation=true")
+    assert both == FeatureGates(generic_workload=True, dynamic_resource_allocation=True)
+    assert both.args() == ["--feature-gates=GenericWorkload=true,DynamicResourceAllocation=true"]
 
 
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ("DynamicResourceAllocation=true", "unrecognized feature gate: DynamicResourceAllocation"),
+        ("DRAAdminAccess=true", "unrecognized feature gate: DRAAdminAccess"),
         ("GenericWorkload", "missing bool value for GenericWorkload"),
         ("GenericWorkload=yes", "invalid value of GenericWorkload=yes, err: not a bool"),
     ],

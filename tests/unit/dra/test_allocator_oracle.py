@@ -25,7 +25,7 @@ from scheduler.dra.allocation_json import allocation_to_api
 from scheduler.dra.allocator import AllocatedState, AllocationError, AllocationResult, Allocator
 from scheduler.dra.pools import Node
 from scheduler.dra.resources import claim_from_dict, device_class_from_dict, slice_from_dict
-from scheduler.dra.selector import SelectorCache
+from scheduler.dra.selector_cache import SelectorCache
 from scheduler.model.quantity import parse_quantity
 from tests.unit.dra.scenarios import scenario
 

@@ -11,9 +11,9 @@ from scheduler.dra.selector import (
     CompileError,
     Device,
     EvaluationError,
-    SelectorCache,
     VersionText,
 )
+from scheduler.dra.selector_cache import SelectorCache
 from scheduler.model.quantity import parse_quantity
 from tests.unit.dra.selector_cases import CASES, SelectorCase
 

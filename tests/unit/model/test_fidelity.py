@@ -298,8 +298,8 @@ def test_resource_claims_are_read_and_refused() -> None:
     assert [c.name for c in info.resource_claims] == ["gpu", "nic"]
     assert info.resource_claims[0].template_name == "tmpl"
     assert info.refusal() == (
-        "pod has resource claims (spec.resourceClaims: gpu, nic); this scheduler does not "
-        "implement dynamic resource allocation"
+        "pod has resource claims (spec.resourceClaims: gpu, nic); dynamic resource allocation "
+        "is off in this scheduler (--feature-gates=DynamicResourceAllocation=true turns it on)"
     )
     assert info.requests["cpu"] == 1000
 

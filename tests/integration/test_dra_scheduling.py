@@ -1,0 +1,167 @@
+"""Pods with ResourceClaims through the whole path, against the real control plane (the
+controller-manager's resourceclaim controller makes each pod's claim from its template):
+this scheduler with --feature-gates=DynamicResourceAllocation=true, and upstream
+kube-scheduler v1.37.2 (the `env` fixture's params), under the same assertions. Devices
+are published as ResourceSlices for kwok nodes through the API, as a driver would.
+
+What must hold for both: each pod lands on a node whose slice has a free device, its
+claim holds that device and is reserved for it, no device is held twice, and the pod
+that finds no device is told why in the same words."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kas_dev.cluster.nodes import NodeGroup
+from tests.contenders import CONTENDERS, Scheduler, contender_on_cluster
+from tests.dra_cluster import RESOURCE
+from tests.kube import ClusterHandle, pod_manifest, wait_for
+
+pytestmark = pytest.mark.cluster
+
+SCHED = "kube-async-scheduler"
+NS = "default"
+DRIVER = "gpu.example.com"
+GATE = "--feature-gates=DynamicResourceAllocation=true"
+
+
+@pytest.fixture(scope="module", params=CONTENDERS)
+def env(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[ClusterHandle, Scheduler]]:
+    # kube-scheduler accepts the gate too (GA, locked to its default: on)
+    yield from contender_on_cluster(
+        request.param,
+        tmp_path_factory.mktemp(f"dra-{request.param}"),
+        NodeGroup(count=4, name_prefix="dra"),
+        [{"schedulerName": SCHED}],
+        [GATE],
+    )
+
+
+def _publish(cluster: ClusterHandle, node: str, devices: int) -> None:
+    """What a DRA driver on `node` would publish: one pool, one slice."""
+    cluster.api(
+        "POST",
+        f"{RESOURCE}/resourceslices",
+        {
+            "metadata": {"name": f"{node}-gpus"},
+            "spec": {
+                "driver": DRIVER,
+                "nodeName": node,
+                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                "devices": [
+                    {"name": f"gpu-{i}", "attributes": {"model": {"string": "a100"}}}
+                    for i in range(devices)
+                ],
+            },
+        },
+    )
+
+
+def _pod(name: str) -> dict[str, Any]:
+    manifest = pod_manifest(name, scheduler_name=SCHED)
+    manifest["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    return manifest
+
+
+def _claims(cluster: ClusterHandle) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = cluster.api("GET", f"{RESOURCE}/namespaces/{NS}/resourceclaims")[
+        "items"
+    ]
+    return items
+
+
+def test_claim_templates_get_devices_where_they_are_and_the_last_pod_is_told_why(
+    env: tuple[ClusterHandle, Scheduler],
+) -> None:
+    cluster, _ = env
+    nodes = sorted(n["metadata"]["name"] for n in cluster.api("GET", "/api/v1/nodes")["items"])
+    with_gpus = {nodes[0]: 1, nodes[1]: 2}
+    for node, count in with_gpus.items():
+        _publish(cluster, node, count)
+    cluster.api(
+        "POST",
+        f"{RESOURCE}/deviceclasses",
+        {
+            "metadata": {"name": "gpu"},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+        },
+    )
+    cluster.api(
+        "POST",
+        f"{RESOURCE}/namespaces/{NS}/resourceclaimtemplates",
+        {
+            "metadata": {"name": "one-gpu"},
+            "spec": {
+                "spec": {
+                    "devices": {
+                        "requests": [
+                            {
+                                "name": "gpu",
+                                "exactly": {
+                                    "deviceClassName": "gpu",
+                                    "selectors": [
+                                        {
+                                            "cel": {
+                                                "expression": f'device.attributes["{DRIVER}"]'
+                                                '.model == "a100"'
+                                            }
+                                        }
+                                    ],
+                                },
+                            }
+                        ]
+                    }
+                }
+            },
+        },
+    )
+    for i in range(3):
+        cluster.create_pod(NS, _pod(f"p{i}"))
+
+    def bound() -> dict[str, str] | None:
+        placed = {
+            p["metadata"]["name"]: p["spec"].get("nodeName", "")
+            for p in cluster.list_pods(NS)
+            if p["metadata"]["name"].startswith("p")
+        }
+        return placed if len(placed) == 3 and all(placed.values()) else None
+
+    placed = wait_for(bound, timeout=90, what="three pods with claims bound")
+    assert sorted(placed.values()) == sorted([nodes[0], nodes[1], nodes[1]])
+
+    # each claim holds one device on its pod's node, is reserved for its pod, once
+    pods = {p["metadata"]["name"]: p for p in cluster.list_pods(NS)}
+    held = []
+    for claim in _claims(cluster):
+        owner = claim["metadata"]["ownerReferences"][0]["name"]
+        allocation = claim["status"]["allocation"]
+        [result] = allocation["devices"]["results"]
+        assert result["driver"] == DRIVER
+        assert result["pool"] == placed[owner]
+        held.append((result["pool"], result["device"]))
+        assert claim["status"]["reservedFor"] == [
+            {"resource": "pods", "name": owner, "uid": pods[owner]["metadata"]["uid"]}
+        ]
+        assert "resource.kubernetes.io/delete-protection" in claim["metadata"]["finalizers"]
+    assert sorted(held) == sorted([(nodes[0], "gpu-0"), (nodes[1], "gpu-0"), (nodes[1], "gpu-1")])
+
+    # every device is taken: the fourth pod stays pending, with upstream's words
+    cluster.create_pod(NS, _pod("p3"))
+
+    def refused() -> str | None:
+        pod = cluster.get_pod(NS, "p3")
+        for c in (pod or {}).get("status", {}).get("conditions") or []:
+            if c["type"] == "PodScheduled" and c["status"] == "False" and c.get("message"):
+                return str(c["message"])
+        return None
+
+    message = wait_for(refused, timeout=60, what="p3's PodScheduled condition")
+    assert message == (
+        "0/4 nodes are available: 4 cannot allocate all claims. preemption: 0/4 nodes are "
+        "available: 4 Preemption is not helpful for scheduling."
+    )
