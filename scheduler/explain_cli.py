@@ -48,6 +48,27 @@ def _node_rows(nodes: list[dict[str, Any]]) -> list[list[str]]:
     return [[n["node"], n["code"], n["plugin"] or "-", n["reason"] or "-"] for n in nodes]
 
 
+def _device_lines(nodes: list[dict[str, Any]]) -> list[str]:
+    """DynamicResources' account per node and request (nodes=true), when it has one."""
+    rows = []
+    for n in nodes:
+        for d in n.get("devices") or []:
+            if d.get("allocatedElsewhere"):
+                rows.append([n["node"], d["claim"], "-", "-", "-", "-", "-", "-",
+                             "allocated on other nodes"])  # fmt: skip
+                continue
+            rows.append([
+                n["node"], d.get("claim", "-"), d.get("request", "-"), d.get("wanted", "-"),
+                str(d.get("free", "-")), str(d.get("inUse", "-")), str(d.get("tainted", "-")),
+                str(d.get("notSelected", "-")), d.get("problem") or "-",
+            ])  # fmt: skip
+    if not rows:
+        return []
+    headers = ["NODE", "CLAIM", "REQUEST", "WANTED", "FREE", "IN USE", "TAINTED",
+               "NOT SELECTED", "PROBLEM"]  # fmt: skip
+    return ["Devices:", *("  " + r for r in _table(headers, rows))]
+
+
 def format_table(body: dict[str, Any]) -> str:
     out = [
         f"Pod:           {body['pod']} (priority {body['priority']},"
@@ -74,6 +95,7 @@ def format_table(body: dict[str, Any]) -> str:
         out.append(f"Now:           schedulable on node {now['node']}")
     else:
         out.append(f"Now:           {now.get('result', '-')}: {now.get('message', '')}")
+    out += _device_lines(now.get("nodes") or [])
     group = body.get("podGroup")
     if group is not None:
         # a gang member: its group is what is tried, and preempted for (no PostFilter

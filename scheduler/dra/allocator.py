@@ -45,6 +45,16 @@ from scheduler.dra.selector_cache import SelectorCache
 DeviceID = tuple[str, str, str]  # (driver, pool, device)
 
 
+def taint_prevents(device: DeviceRecord, request: SubRequest) -> bool:
+    """A NoSchedule or NoExecute taint of the device that the request does not tolerate
+    (allocator_incubating.go allocateDevice's taint check)."""
+    return any(
+        taint.effect in (TAINT_NO_EXECUTE, TAINT_NO_SCHEDULE)
+        and not any(t.tolerates(taint) for t in request.tolerations)
+        for taint in device.taints
+    )
+
+
 class AllocationError(Exception):
     """Upstream's allocator returned an error; the message is its text. `on_node`: the
     error wraps ErrFailedAllocationOnNode (structured/allocator.go), so the scheduler
@@ -587,12 +597,7 @@ class _Run:
         return True, undo
 
     def _taint_prevents(self, device: DeviceRecord, request: SubRequest) -> bool:
-        for taint in device.taints:
-            if taint.effect in (TAINT_NO_EXECUTE, TAINT_NO_SCHEDULE) and not any(
-                t.tolerates(taint) for t in request.tolerations
-            ):
-                return True
-        return False
+        return taint_prevents(device, request)
 
     def _available(self, pool: Pool) -> dict[str, dict[str, Fraction]]:
         """The counters of a pool left by the devices other claims hold (computed once

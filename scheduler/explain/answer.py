@@ -6,7 +6,7 @@ namespaces the caller may not read are counted, not named (access.py).
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any
 
 from scheduler.explain.attempts import Attempt
@@ -19,13 +19,29 @@ from scheduler.timestamps import rfc3339
 __all__ = ["attempt_dict", "now_dict", "plan_dict", "verdicts", "victims_dict"]
 
 
-def verdicts(statuses: Mapping[str, Status], names: Container[str]) -> list[dict[str, str]]:
-    """The node -> status entries of the page's `names`, by node name."""
-    return [
-        {"node": name, "code": st.code.name, "plugin": st.plugin, "reason": st.message()}
-        for name, st in sorted(statuses.items())
-        if name in names
-    ]
+# more about one node's verdict, from the plugin that gave it (None: nothing more)
+NodeDetail = Callable[[str, Status], dict[str, Any] | None]
+
+
+def _no_detail(node: str, status: Status) -> dict[str, Any] | None:
+    return None
+
+
+def verdicts(
+    statuses: Mapping[str, Status], names: Container[str], detail: NodeDetail = _no_detail
+) -> list[dict[str, Any]]:
+    """The node -> status entries of the page's `names`, by node name, each with what
+    `detail` adds (DynamicResources: its devices, request by request)."""
+    out: list[dict[str, Any]] = []
+    for name, st in sorted(statuses.items()):
+        if name not in names:
+            continue
+        entry: dict[str, Any] = {
+            "node": name, "code": st.code.name, "plugin": st.plugin, "reason": st.message()
+        }  # fmt: skip
+        entry.update(detail(name, st) or {})
+        out.append(entry)
+    return out
 
 
 def attempt_dict(attempt: Attempt, page: NodePage | None) -> dict[str, Any]:
@@ -39,9 +55,7 @@ def attempt_dict(attempt: Attempt, page: NodePage | None) -> dict[str, Any]:
     return out
 
 
-def victims_dict(
-    victims: Sequence[PodInfo], readable: Container[str] | None
-) -> dict[str, Any]:
+def victims_dict(victims: Sequence[PodInfo], readable: Container[str] | None) -> dict[str, Any]:
     """`victims`, `victimCount`, `hiddenVictims`: those in namespaces the caller may
     not read are counted, not named (`readable` None: all may be named)."""
     shown = [v for v in victims if readable is None or v.namespace in readable]
@@ -64,7 +78,12 @@ def plan_dict(plan: Plan, readable: Container[str] | None) -> dict[str, Any]:
     }
 
 
-def now_dict(now: Now, page: NodePage | None, readable: Container[str] | None) -> dict[str, Any]:
+def now_dict(
+    now: Now,
+    page: NodePage | None,
+    readable: Container[str] | None,
+    detail: NodeDetail = _no_detail,
+) -> dict[str, Any]:
     out: dict[str, Any] = {"result": now.result, "evaluatedAt": rfc3339(now.time)}
     if now.result == "Schedulable":
         out["node"] = now.node
@@ -74,6 +93,6 @@ def now_dict(now: Now, page: NodePage | None, readable: Container[str] | None) -
     if now.result == "Error":
         return out
     if page is not None and now.statuses is not None:
-        out["nodes"] = verdicts(now.statuses, page.names)
+        out["nodes"] = verdicts(now.statuses, page.names, detail)
     out["preemption"] = plan_dict(now.preemption, readable) if now.preemption else None
     return out

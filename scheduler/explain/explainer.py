@@ -8,7 +8,8 @@ from typing import Any
 
 from scheduler.cache import Cache, Nominator, Snapshot
 from scheduler.cache.gang_state import GangState
-from scheduler.explain.answer import attempt_dict, now_dict
+from scheduler.config.names import DYNAMIC_RESOURCES
+from scheduler.explain.answer import NodeDetail, attempt_dict, now_dict
 from scheduler.explain.attempts import AttemptLog
 from scheduler.explain.evaluation import DryRunner, GroupRunFactory, Now
 from scheduler.explain.gate import EvaluationGate
@@ -17,7 +18,9 @@ from scheduler.explain.group_evaluation import GroupDryRun, cycle_members
 from scheduler.explain.group_facts import group_facts
 from scheduler.explain.pages import PageRequest, cut_page
 from scheduler.framework.runtime import Framework
+from scheduler.framework.status import Status
 from scheduler.model.pod import PodInfo
+from scheduler.plugins.dynamic_resources import DynamicResources
 from scheduler.queue import QueuedPodInfo
 
 __all__ = ["Explainer", "Refusal"]
@@ -100,6 +103,24 @@ class Explainer:
 
         return make
 
+    def _node_detail(self, pod: PodInfo) -> NodeDetail:
+        """DynamicResources' account of a node it rejected: the pod's requests and the
+        node's devices (`devices` in the node's entry)."""
+        fwk = self._frameworks.get(pod.scheduler_name)
+        plugin = (
+            fwk.plugin(DYNAMIC_RESOURCES) if fwk and fwk.has_plugin(DYNAMIC_RESOURCES) else None
+        )
+        if not isinstance(plugin, DynamicResources) or not pod.resource_claims:
+            return lambda node, status: None
+
+        def detail(node: str, status: Status) -> dict[str, Any] | None:
+            info = self._cache.node(node)
+            if status.plugin != DYNAMIC_RESOURCES or info is None:
+                return None
+            return {"devices": plugin.explain_node(pod, node, info.labels)}
+
+        return detail
+
     def answer(
         self,
         pod: PodInfo,
@@ -127,7 +148,7 @@ class Explainer:
             "schedulingGates": list(pod.scheduling_gates),
             "nominatedNode": nominated,
             "lastAttempt": attempt_dict(attempt, node_page) if attempt is not None else None,
-            "now": now_dict(now, node_page, readable),
+            "now": now_dict(now, node_page, readable, self._node_detail(pod)),
         }
         if now.group is not None:
             body["podGroup"] = group_dict(now.group, readable)

@@ -27,6 +27,7 @@ import asyncio
 import copy
 import logging
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -38,6 +39,7 @@ from scheduler.config import names
 from scheduler.dra.allocation_json import allocation_to_api
 from scheduler.dra.allocator import AllocationError, AllocationResult, Allocator
 from scheduler.dra.device_state import DeviceState
+from scheduler.dra.diagnosis import request_reports
 from scheduler.dra.pod_claims import ClaimNotUsable, pod_claims, reserved_for_pod
 from scheduler.dra.pools import Node
 from scheduler.dra.resources import AllocatedDevice, ClaimRecord, claim_from_dict
@@ -523,6 +525,37 @@ class DynamicResources(
         except ClaimNotUsable:
             return SKIP
         return QUEUE
+
+    # ---------------------------------------------------------------- explain
+    def explain_node(
+        self, pod: PodInfo, node_name: str, labels: Mapping[str, str]
+    ) -> list[dict[str, Any]]:
+        """What explain shows beside this plugin's verdict on a node: per request of the
+        pod's claims still to allocate, how the node's devices were ruled out
+        (dra/diagnosis.py), and the allocated claims whose devices are elsewhere. Costs
+        a pass over the node's devices: explain asks for one page of nodes at a time."""
+        try:
+            claims = pod_claims(pod, self.devices)
+        except ClaimNotUsable as exc:
+            return [{"problem": str(exc)}]
+        node = Node(node_name, labels)
+        out: list[dict[str, Any]] = [
+            {"claim": _claim_ref(c), "allocatedElsewhere": True}
+            for c in claims
+            if c.allocated
+            and c.allocation_node_selector is not None
+            and not c.allocation_node_selector.matches(labels, node_name)
+        ]
+        reports = request_reports(
+            node,
+            claims,
+            list(self.devices.slices.values()),
+            self.devices.classes,
+            self.devices.allocated_state(),
+            self.selectors,
+        )
+        out.extend(r.as_dict() for r in reports)
+        return out
 
     # ---------------------------------------------------------------- sign
     def sign_pod(self, pod: PodInfo) -> tuple[tuple[SignFragment, ...], Status]:

@@ -10,6 +10,7 @@ that finds no device is told why in the same words."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +20,7 @@ from kas_dev.cluster.nodes import NodeGroup
 from tests.contenders import CONTENDERS, Scheduler, contender_on_cluster
 from tests.dra_cluster import RESOURCE
 from tests.kube import ClusterHandle, pod_manifest, wait_for
+from tests.scheduler_process import SchedulerProcess
 
 pytestmark = pytest.mark.cluster
 
@@ -78,7 +80,7 @@ def _claims(cluster: ClusterHandle) -> list[dict[str, Any]]:
 def test_claim_templates_get_devices_where_they_are_and_the_last_pod_is_told_why(
     env: tuple[ClusterHandle, Scheduler],
 ) -> None:
-    cluster, _ = env
+    cluster, sched = env
     nodes = sorted(n["metadata"]["name"] for n in cluster.api("GET", "/api/v1/nodes")["items"])
     with_gpus = {nodes[0]: 1, nodes[1]: 2}
     for node, count in with_gpus.items():
@@ -165,3 +167,15 @@ def test_claim_templates_get_devices_where_they_are_and_the_last_pod_is_told_why
         "0/4 nodes are available: 4 cannot allocate all claims. preemption: 0/4 nodes are "
         "available: 4 Preemption is not helpful for scheduling."
     )
+
+    # explain (this scheduler only): per node, the request and where its devices went
+    if isinstance(sched, SchedulerProcess):
+        code, text = sched.get(f"/explain/{NS}/p3?nodes=true")
+        assert code == 200, text
+        entries = {n["node"]: n for n in json.loads(text)["now"]["nodes"]}
+        for node in nodes:
+            assert entries[node]["reason"] == "cannot allocate all claims"
+            [report] = entries[node]["devices"]
+            assert report["request"] == "gpu" and report["wanted"] == "1"
+            taken = with_gpus.get(node, 0)
+            assert (report["devices"], report["inUse"], report["free"]) == (taken, taken, 0)
