@@ -21,7 +21,14 @@ from collections.abc import Callable, Iterable, Mapping
 from fractions import Fraction
 
 from scheduler.dra.allocator import AllocatedState, DeviceID
-from scheduler.dra.resources import AllocatedDevice, ClaimRecord, DeviceClassRecord, SliceRecord
+from scheduler.dra.resources import (
+    AllocatedDevice,
+    ClaimRecord,
+    DeviceClassRecord,
+    DeviceTaintRule,
+    SliceRecord,
+    with_taint_rules,
+)
 
 
 def _dedicated(devices: Iterable[AllocatedDevice]) -> Iterable[DeviceID]:
@@ -57,6 +64,9 @@ class DeviceState:
 
     def __init__(self) -> None:
         self.slices: dict[str, SliceRecord] = {}
+        self.taint_rules: dict[str, DeviceTaintRule] = {}
+        # the slices with the rules' taints, rebuilt after a change to either
+        self._patched: list[SliceRecord] | None = None
         self.classes: dict[str, DeviceClassRecord] = {}
         self.claims: dict[str, ClaimRecord] = {}  # the informer's copies
         self.assumed: dict[str, ClaimRecord] = {}  # written by PreBind, not yet seen
@@ -70,9 +80,27 @@ class DeviceState:
     # ------------------------------------------------------------------ listers
     def set_slice(self, s: SliceRecord) -> None:
         self.slices[s.name] = s
+        self._patched = None
 
     def drop_slice(self, s: SliceRecord) -> None:
         self.slices.pop(s.name, None)
+        self._patched = None
+
+    def set_taint_rule(self, rule: DeviceTaintRule) -> None:
+        self.taint_rules[rule.name] = rule
+        self._patched = None
+
+    def drop_taint_rule(self, rule: DeviceTaintRule) -> None:
+        self.taint_rules.pop(rule.name, None)
+        self._patched = None
+
+    def allocation_slices(self) -> list[SliceRecord]:
+        """The slices the allocator reads: with the DeviceTaintRules' taints on their
+        devices (upstream's ListWithDeviceTaintRules)."""
+        if self._patched is None:
+            rules = list(self.taint_rules.values())
+            self._patched = [with_taint_rules(s, rules) for s in self.slices.values()]
+        return self._patched
 
     def set_class(self, c: DeviceClassRecord) -> None:
         self.classes[c.name] = c

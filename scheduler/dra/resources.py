@@ -9,8 +9,8 @@ what the selectors' result cache relies on.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -206,6 +206,14 @@ def _node_selector(raw: Any, path: str) -> NodeSelector | None:
     return None if raw is None else parse_node_selector(raw, path)
 
 
+def _taint(t: dict[str, Any], path: str) -> DeviceTaint:
+    return DeviceTaint(
+        _str(t.get("key"), f"{path}.key"),
+        _str(t.get("value"), f"{path}.value"),
+        _str(t.get("effect"), f"{path}.effect"),
+    )
+
+
 def device_from_dict(raw: Any, driver: str, path: str) -> DeviceRecord:
     d = _obj(raw, path)
     attributes = {
@@ -227,11 +235,7 @@ def device_from_dict(raw: Any, driver: str, path: str) -> DeviceRecord:
         for i, c in enumerate(json_list(d.get("consumesCounters"), f"{path}.consumesCounters"))
     )
     taints = tuple(
-        DeviceTaint(
-            _str(t.get("key"), f"{path}.taints[{i}].key"),
-            _str(t.get("value"), f"{path}.taints[{i}].value"),
-            _str(t.get("effect"), f"{path}.taints[{i}].effect"),
-        )
+        _taint(t, f"{path}.taints[{i}]")
         for i, t in enumerate(json_list(d.get("taints"), f"{path}.taints"))
         if isinstance(t, dict)
     )
@@ -307,6 +311,69 @@ def slice_from_dict(raw: Any) -> SliceRecord:
         ),
         uses_compatibility_groups=compat,
     )
+
+
+# --- device taint rules ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceTaintRule:
+    """resource.k8s.io/v1 DeviceTaintRule (DRADeviceTaintRules, GA and on in v1.37.2): a
+    taint added to every device its selector names. No selector selects nothing; an
+    empty one, every device; driver, pool and device narrow it (all must match)."""
+
+    name: str
+    has_selector: bool
+    driver: str | None
+    pool: str | None
+    device: str | None
+    taint: DeviceTaint
+
+    def applies_to(self, slice_: SliceRecord) -> bool:
+        return (
+            self.has_selector
+            and (self.driver is None or self.driver == slice_.driver)
+            and (self.pool is None or self.pool == slice_.pool)
+        )
+
+
+def _optional_str(raw: Any, path: str) -> str | None:
+    return None if raw is None else _str(raw, path)
+
+
+def device_taint_rule_from_dict(raw: Any) -> DeviceTaintRule:
+    obj = _obj(raw, "")
+    spec = _obj(obj.get("spec"), "spec")
+    selector = spec.get("deviceSelector")
+    sel = _obj(selector, "spec.deviceSelector")
+    return DeviceTaintRule(
+        name=_str(_obj(obj.get("metadata"), "metadata").get("name"), "metadata.name"),
+        has_selector=selector is not None,
+        driver=_optional_str(sel.get("driver"), "spec.deviceSelector.driver"),
+        pool=_optional_str(sel.get("pool"), "spec.deviceSelector.pool"),
+        device=_optional_str(sel.get("device"), "spec.deviceSelector.device"),
+        taint=_taint(_obj(spec.get("taint"), "spec.taint"), "spec.taint"),
+    )
+
+
+def with_taint_rules(slice_: SliceRecord, rules: Iterable[DeviceTaintRule]) -> SliceRecord:
+    """The slice as the allocator sees it: each device with the taints of the rules that
+    select it appended (upstream's resourceslice tracker, applyPatches); the same object
+    when no rule applies. A patched device keeps its selector view, so selector results
+    cached for it stay valid (taints are not part of what a selector sees)."""
+    applying = [r for r in rules if r.applies_to(slice_)]
+    if not applying:
+        return slice_
+    devices = []
+    changed = False
+    for d in slice_.devices:
+        extra = tuple(r.taint for r in applying if r.device is None or r.device == d.name)
+        if extra:
+            changed = True
+            devices.append(replace(d, taints=(*d.taints, *extra)))
+        else:
+            devices.append(d)
+    return replace(slice_, devices=tuple(devices)) if changed else slice_
 
 
 # --- classes -------------------------------------------------------------------------------

@@ -233,7 +233,7 @@ class DynamicResources(
             s.allocator = Allocator(
                 self.devices.allocated_state(),
                 self.devices.classes,
-                list(self.devices.slices.values()),
+                self.devices.allocation_slices(),
                 self.selectors,
             )
         return None, Status.success()
@@ -549,7 +549,7 @@ class DynamicResources(
         reports = request_reports(
             node,
             claims,
-            list(self.devices.slices.values()),
+            self.devices.allocation_slices(),
             self.devices.classes,
             self.devices.allocated_state(),
             self.selectors,

@@ -931,6 +931,7 @@ def test_dynamic_resource_allocation_gate_and_rbac_follow_one_value(tmp_path: Pa
     assert granted == {
         "resourceslices": {"get", "list", "watch"},
         "deviceclasses": {"get", "list", "watch"},
+        "devicetaintrules": {"get", "list", "watch"},
         "resourceclaims": {"get", "list", "watch", "update"},
         "resourceclaims/status": {"update", "patch"},
     }

@@ -4,7 +4,8 @@ this scheduler with --feature-gates=DynamicResourceAllocation=true, and upstream
 kube-scheduler v1.37.2 (the `env` fixture's params), under the same assertions. Devices
 are published as ResourceSlices for kwok nodes through the API, as a driver would.
 
-What must hold for both: each pod lands on a node whose slice has a free device, its
+What must hold for both: a device a DeviceTaintRule taints (NoSchedule) is not given
+out until the rule goes; each pod lands on a node whose slice has a free device, its
 claim holds that device and is reserved for it, no device is held twice, and the pod
 that finds no device is told why in the same words."""
 
@@ -77,6 +78,24 @@ def _claims(cluster: ClusterHandle) -> list[dict[str, Any]]:
     return items
 
 
+NO_DEVICE = (
+    "0/4 nodes are available: 4 cannot allocate all claims. preemption: 0/4 nodes are "
+    "available: 4 Preemption is not helpful for scheduling."
+)
+
+
+def _pending_message(cluster: ClusterHandle, name: str) -> str:
+    def refused() -> str | None:
+        pod = cluster.get_pod(NS, name)
+        for c in (pod or {}).get("status", {}).get("conditions") or []:
+            if c["type"] == "PodScheduled" and c["status"] == "False" and c.get("message"):
+                return str(c["message"])
+        return None
+
+    message: str = wait_for(refused, timeout=60, what=f"{name}'s PodScheduled condition")
+    return message
+
+
 def test_claim_templates_get_devices_where_they_are_and_the_last_pod_is_told_why(
     env: tuple[ClusterHandle, Scheduler],
 ) -> None:
@@ -122,15 +141,42 @@ def test_claim_templates_get_devices_where_they_are_and_the_last_pod_is_told_why
             },
         },
     )
+    # an operator takes the first node's only device out of service (DeviceTaintRule)
+    cluster.api(
+        "POST",
+        f"{RESOURCE}/devicetaintrules",
+        {
+            "metadata": {"name": "maintenance"},
+            "spec": {
+                "deviceSelector": {"driver": DRIVER, "pool": nodes[0], "device": "gpu-0"},
+                "taint": {"key": "maintenance", "effect": "NoSchedule"},
+            },
+        },
+    )
     for i in range(3):
         cluster.create_pod(NS, _pod(f"p{i}"))
 
-    def bound() -> dict[str, str] | None:
-        placed = {
+    def placements() -> dict[str, str]:
+        return {
             p["metadata"]["name"]: p["spec"].get("nodeName", "")
             for p in cluster.list_pods(NS)
             if p["metadata"]["name"].startswith("p")
         }
+
+    def two_bound() -> dict[str, str] | None:
+        placed = placements()
+        return placed if sum(1 for n in placed.values() if n) == 2 else None
+
+    placed = wait_for(two_bound, timeout=90, what="two pods with claims bound")
+    assert sorted(n for n in placed.values() if n) == [nodes[1], nodes[1]]
+    waiting = next(name for name, node in placed.items() if not node)
+    assert _pending_message(cluster, waiting) == NO_DEVICE
+
+    # the rule is lifted: the device is back, the waiting pod gets it
+    cluster.api("DELETE", f"{RESOURCE}/devicetaintrules/maintenance")
+
+    def bound() -> dict[str, str] | None:
+        placed = placements()
         return placed if len(placed) == 3 and all(placed.values()) else None
 
     placed = wait_for(bound, timeout=90, what="three pods with claims bound")
@@ -155,18 +201,7 @@ def test_claim_templates_get_devices_where_they_are_and_the_last_pod_is_told_why
     # every device is taken: the fourth pod stays pending, with upstream's words
     cluster.create_pod(NS, _pod("p3"))
 
-    def refused() -> str | None:
-        pod = cluster.get_pod(NS, "p3")
-        for c in (pod or {}).get("status", {}).get("conditions") or []:
-            if c["type"] == "PodScheduled" and c["status"] == "False" and c.get("message"):
-                return str(c["message"])
-        return None
-
-    message = wait_for(refused, timeout=60, what="p3's PodScheduled condition")
-    assert message == (
-        "0/4 nodes are available: 4 cannot allocate all claims. preemption: 0/4 nodes are "
-        "available: 4 Preemption is not helpful for scheduling."
-    )
+    assert _pending_message(cluster, "p3") == NO_DEVICE
 
     # explain (this scheduler only): per node, the request and where its devices went
     if isinstance(sched, SchedulerProcess):

@@ -8,7 +8,12 @@ from fractions import Fraction
 from typing import Any
 
 from scheduler.dra.device_state import DeviceState
-from scheduler.dra.resources import ClaimRecord, claim_from_dict
+from scheduler.dra.resources import (
+    ClaimRecord,
+    claim_from_dict,
+    device_taint_rule_from_dict,
+    slice_from_dict,
+)
 
 GPU = "gpu.example.com"
 
@@ -117,3 +122,52 @@ def test_an_allocated_claim_gets_no_pending_entry_and_restore_reverts_to_the_inf
     state.restore("ns/a")
     assert state.get_claim("ns", "a") is state.claims["ns/a"]
     assert state.allocated_state().devices == set()
+
+
+def _taint_rule(name: str, selector: dict[str, Any] | None) -> Any:
+    raw: dict[str, Any] = {"metadata": {"name": name},
+                           "spec": {"taint": {"key": name, "effect": "NoSchedule"}}}  # fmt: skip
+    if selector is not None:
+        raw["spec"]["deviceSelector"] = selector
+    return device_taint_rule_from_dict(raw)
+
+
+def test_device_taint_rules_add_their_taint_to_the_devices_they_select() -> None:
+    state = DeviceState()
+    for node in ("n1", "n2"):
+        state.set_slice(
+            slice_from_dict(
+                {
+                    "metadata": {"name": node},
+                    "spec": {
+                        "driver": GPU, "nodeName": node,
+                        "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                        "devices": [{"name": "d0"}, {"name": "d1"}],
+                    },
+                }
+            )
+        )  # fmt: skip
+    untouched = state.allocation_slices()
+    assert all(not d.taints for s in untouched for d in s.devices)
+    state.set_taint_rule(_taint_rule("none", None))  # no selector: selects nothing
+    state.set_taint_rule(_taint_rule("other-driver", {"driver": "nic.example.com"}))
+    state.set_taint_rule(_taint_rule("one", {"pool": "n1", "device": "d1"}))
+    state.set_taint_rule(_taint_rule("all", {}))  # an empty selector: every device
+
+    def keys() -> dict[tuple[str, str], list[str]]:
+        return {
+            (s.pool, d.name): [t.key for t in d.taints]
+            for s in state.allocation_slices()
+            for d in s.devices
+        }
+
+    assert keys() == {
+        ("n1", "d0"): ["all"], ("n1", "d1"): ["one", "all"],
+        ("n2", "d0"): ["all"], ("n2", "d1"): ["all"],
+    }  # fmt: skip
+    # the patched device keeps its selector view (cached selector results stay valid)
+    patched = state.allocation_slices()[0].devices[0]
+    assert patched.selector_view is state.slices["n1"].devices[0].selector_view
+    state.drop_taint_rule(_taint_rule("all", {}))
+    state.drop_taint_rule(_taint_rule("one", {}))
+    assert state.allocation_slices()[0] is state.slices["n1"]
