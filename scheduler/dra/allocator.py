@@ -18,6 +18,7 @@ upstream's message.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -166,15 +167,27 @@ class Allocator:
         self.new_share_id = new_share_id
         self._available_counters: dict[tuple[str, str], dict[str, dict[str, Fraction]]] = {}
 
-    def allocate(self, node: Node, claims: Sequence[ClaimRecord]) -> list[AllocationResult] | None:
-        return _Run(self, node, claims).run()
+    def allocate(
+        self, node: Node, claims: Sequence[ClaimRecord], deadline: float | None = None
+    ) -> list[AllocationResult] | None:
+        """`deadline` (time.monotonic()): past it the search stops with
+        AllocationTimedOut, as upstream's allocateOne stops on its context's deadline
+        (DRASchedulerFilterTimeout)."""
+        return _Run(self, node, claims, deadline).run()
+
+
+class AllocationTimedOut(AllocationError):
+    """The search passed its deadline (upstream: context.DeadlineExceeded)."""
 
 
 class _Run:
-    def __init__(self, a: Allocator, node: Node, claims: Sequence[ClaimRecord]) -> None:
+    def __init__(
+        self, a: Allocator, node: Node, claims: Sequence[ClaimRecord], deadline: float | None
+    ) -> None:
         self.a = a
         self.node = node
         self.claims = claims
+        self.deadline = deadline
         self.matches: dict[tuple[DeviceID, int, int, int], bool] = {}
         self.constraints: list[list[Constraint]] = []
         self.consumed_counters: dict[tuple[str, str], dict[str, dict[str, Fraction]]] = {}
@@ -313,6 +326,8 @@ class _Run:
         sub_chosen: bool,
         start: tuple[int, int, int],
     ) -> bool:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise AllocationTimedOut("filter operation aborted: context deadline exceeded")
         if ci >= len(self.claims):
             return True
         claim = self.claims[ci]

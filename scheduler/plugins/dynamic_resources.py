@@ -17,8 +17,8 @@ back. PreBind writes each claim's allocation and the pod's reservation
 PostFilter deallocates a claim that is allocated where the pod cannot go and reserved
 for nobody (its write runs in the background). The messages are upstream's, word for
 word. Not here yet (docs/plans/dra.md): extended resources backed by devices,
-DeviceTaintRules, the wait for device binding conditions, the filter timeout, and
-claims of pod groups.
+the wait for device binding conditions, the filter timeout's configuration (the default,
+10 s, is built in), and claims of pod groups.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import asyncio
 import copy
 import logging
 import random
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -37,7 +38,12 @@ from scheduler.cache.snapshot import Snapshot
 from scheduler.client.errors import Conflict
 from scheduler.config import names
 from scheduler.dra.allocation_json import allocation_to_api
-from scheduler.dra.allocator import AllocationError, AllocationResult, Allocator
+from scheduler.dra.allocator import (
+    AllocationError,
+    AllocationResult,
+    AllocationTimedOut,
+    Allocator,
+)
 from scheduler.dra.device_state import DeviceState
 from scheduler.dra.diagnosis import request_reports
 from scheduler.dra.pod_claims import ClaimNotUsable, pod_claims, reserved_for_pod
@@ -74,6 +80,10 @@ log = logging.getLogger(__name__)
 _STATE_KEY = names.DYNAMIC_RESOURCES
 FINALIZER = "resource.kubernetes.io/delete-protection"  # resourceapi.Finalizer
 FIRST_AVAILABLE_MAX = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
+# DynamicResourcesArgs.filterTimeout's default (kube-scheduler config/v1 types.go
+# DynamicResourcesFilterTimeoutDefault; DRASchedulerFilterTimeout is on in v1.37.2): one
+# node's allocation that takes longer fails the attempt with an error, as upstream's
+FILTER_TIMEOUT_SECONDS = 10.0
 # client-go retry.DefaultRetry: 5 steps of 10 ms, jitter 0.1
 _RETRY_STEPS = 5
 _RETRY_DELAY = 0.01
@@ -251,8 +261,14 @@ class DynamicResources(
         results: list[AllocationResult] | None = None
         if s.allocator is not None:
             to_allocate = [s.claims[i] for i in s.to_allocate]
+            deadline = time.monotonic() + FILTER_TIMEOUT_SECONDS
             try:
-                results = s.allocator.allocate(Node(view.name, view.labels), to_allocate)
+                results = s.allocator.allocate(Node(view.name, view.labels), to_allocate, deadline)
+            except AllocationTimedOut:
+                return Status.from_error(
+                    TimeoutError(f"node {view.name}: timed out trying to allocate devices"),
+                    self.name,
+                )
             except AllocationError as exc:
                 if exc.on_node:
                     return Status.unresolvable(str(exc), plugin=self.name)

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from scheduler.cache.node_view import NodeView
+from scheduler.dra.allocator import AllocationTimedOut
 from scheduler.dra.device_state import DeviceState
+from scheduler.dra.pools import Node
 from scheduler.dra.resources import claim_from_dict, device_class_from_dict, slice_from_dict
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
@@ -232,3 +236,25 @@ def test_claim_events_queue_only_the_pods_they_can_help() -> None:
     named = _pod([{"name": "x", "resourceClaimTemplateName": "t"}], [{"name": "x"}])
     assert plugin._pod_hint(waiting, waiting, waiting) == SKIP
     assert plugin._pod_hint(waiting, waiting, named) == QUEUE
+
+
+def test_an_allocation_past_the_filter_timeout_fails_the_attempt_with_an_error() -> None:
+    state = _state(_claim("a", [_exactly()]))
+    plugin = _plugin(state)
+    pod = _pod([{"name": "x", "resourceClaimName": "a"}])
+    cycle, _ = _pre_filter(plugin, pod)
+    allocator = cycle.get("DynamicResources").allocator
+    claim = state.get_claim("ns", "a")
+    assert claim is not None
+    # a deadline already past: the search stops at once (as a context past its deadline)
+    with pytest.raises(AllocationTimedOut):
+        allocator.allocate(Node("n1"), [claim], deadline=0.0)
+    assert allocator.allocate(Node("n1"), [claim], deadline=None) is not None
+    timeouts = pytest.MonkeyPatch()
+    timeouts.setattr("scheduler.plugins.dynamic_resources.FILTER_TIMEOUT_SECONDS", -1.0)
+    try:
+        status = plugin.filter(cycle, pod, _view("n1"))
+    finally:
+        timeouts.undo()
+    assert status.code == Code.ERROR
+    assert status.reasons == ("node n1: timed out trying to allocate devices",)
