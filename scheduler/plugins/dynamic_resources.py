@@ -24,31 +24,26 @@ the wait for device binding conditions, the filter timeout's configuration (the 
 from __future__ import annotations
 
 import asyncio
-import copy
-import logging
-import random
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import Any
 
 from scheduler.cache.node_view import NodeView
 from scheduler.cache.snapshot import Snapshot
-from scheduler.client.errors import Conflict
 from scheduler.config import names
-from scheduler.dra.allocation_json import allocation_to_api
 from scheduler.dra.allocator import (
     AllocationError,
     AllocationResult,
     AllocationTimedOut,
     Allocator,
 )
+from scheduler.dra.claim_writes import ClaimWrites, claim_ref
 from scheduler.dra.device_state import DeviceState
 from scheduler.dra.diagnosis import request_reports
 from scheduler.dra.pod_claims import ClaimNotUsable, pod_claims, reserved_for_pod
 from scheduler.dra.pools import Node
-from scheduler.dra.resources import AllocatedDevice, ClaimRecord, claim_from_dict
+from scheduler.dra.resources import AllocatedDevice, ClaimRecord
 from scheduler.dra.selector_cache import SelectorCache
 from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
 from scheduler.framework.cycle_state import CycleState
@@ -75,22 +70,12 @@ from scheduler.model.pod import PodInfo
 from scheduler.model.selectors import NodeSelector
 from scheduler.plugins.helpers import QUEUE, SKIP, default_normalize, event
 
-log = logging.getLogger(__name__)
-
 _STATE_KEY = names.DYNAMIC_RESOURCES
-FINALIZER = "resource.kubernetes.io/delete-protection"  # resourceapi.Finalizer
 FIRST_AVAILABLE_MAX = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
 # DynamicResourcesArgs.filterTimeout's default (kube-scheduler config/v1 types.go
 # DynamicResourcesFilterTimeoutDefault; DRASchedulerFilterTimeout is on in v1.37.2): one
 # node's allocation that takes longer fails the attempt with an error, as upstream's
 FILTER_TIMEOUT_SECONDS = 10.0
-# client-go retry.DefaultRetry: 5 steps of 10 ms, jitter 0.1
-_RETRY_STEPS = 5
-_RETRY_DELAY = 0.01
-
-
-class ClaimWriteError(Exception):
-    """PreBind could not write a claim; the text is upstream's."""
 
 
 @dataclass
@@ -112,11 +97,6 @@ class _State:
         return self
 
 
-def _claim_ref(claim: ClaimRecord) -> str:
-    """klog.KObj."""
-    return f"{claim.namespace}/{claim.name}"
-
-
 def _with_allocation(claim: ClaimRecord, result: AllocationResult) -> ClaimRecord:
     """The claim as it will be once the allocation is written (the pending allocation)."""
     return replace(
@@ -135,10 +115,6 @@ def _with_allocation(claim: ClaimRecord, result: AllocationResult) -> ClaimRecor
             for d in result.devices
         ),
     )
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class DynamicResources(
@@ -162,6 +138,7 @@ class DynamicResources(
         # is then missing, which is what a cluster without claims answers too
         self.devices = state if isinstance(state, DeviceState) else DeviceState()
         self.selectors = SelectorCache()  # upstream: the plugin's celCache
+        self.writes = ClaimWrites(handle.resource_claim_api, self.devices)
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # ---------------------------------------------------------------- PreEnqueue
@@ -211,7 +188,7 @@ class DynamicResources(
             s.to_allocate.append(index)
             if self.devices.pending_allocation(claim.uid) is not None:
                 return None, Status.unresolvable(
-                    f"resource claim {_claim_ref(claim)} is in the process of being allocated",
+                    f"resource claim {claim_ref(claim)} is in the process of being allocated",
                     plugin=self.name,
                 )
             for request in claim.requests:
@@ -233,7 +210,7 @@ class DynamicResources(
                     )
                 else:
                     problem = Status.unresolvable(
-                        f"resource claim {_claim_ref(claim)}, request {request.name}: "
+                        f"resource claim {claim_ref(claim)}, request {request.name}: "
                         "unknown request type",
                         plugin=self.name,
                     )
@@ -302,19 +279,9 @@ class DynamicResources(
                 # upstream's UpdateStatus runs inside PostFilter; here in the background,
                 # as this scheduler's other writes, the pod being retried when the claim's
                 # change arrives (its queueing hint: deallocated)
-                self._spawn(self._deallocate(claim))
+                self._spawn(self.writes.deallocate(claim))
                 return None, Status.unschedulable("deallocation of ResourceClaim completed")
         return None, Status(Code.UNSCHEDULABLE)
-
-    async def _deallocate(self, claim: ClaimRecord) -> None:
-        raw: dict[str, Any] = copy.deepcopy(dict(claim.raw))
-        status = raw.setdefault("status", {})
-        for key in ("reservedFor", "allocation", "devices"):
-            status.pop(key, None)
-        try:
-            await self._handle.resource_claim_api.update_resource_claim_status(raw)
-        except Exception:
-            log.exception("deallocate claim=%s", _claim_ref(claim))
 
     # ---------------------------------------------------------------- Score
     def score(self, state: CycleState, pod: PodInfo, view: NodeView) -> tuple[int, Status]:
@@ -385,7 +352,7 @@ class DynamicResources(
                 self.devices.restore(claim.key)
             if claim.allocated and reserved_for_pod(pod, claim):
                 # PreBind reserved it and a later step failed: take the reservation back
-                self._spawn(self._unreserve_claim(claim, pod))
+                self._spawn(self.writes.unreserve(claim, pod))
 
     def _spawn(self, work: Any) -> None:
         try:
@@ -395,16 +362,6 @@ class DynamicResources(
             return
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-    async def _unreserve_claim(self, claim: ClaimRecord, pod: PodInfo) -> None:
-        try:
-            await self._handle.resource_claim_api.unreserve_resource_claim(
-                claim.namespace, claim.name, claim.uid, pod.uid
-            )
-        except Exception:
-            # upstream logs it too; the claim's next consumer sees the stale entry, and
-            # the resourceclaim controller drops entries of pods that are gone
-            log.exception("unreserve claim=%s pod=%s", _claim_ref(claim), pod.key)
 
     # ---------------------------------------------------------------- PreBind
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
@@ -416,7 +373,7 @@ class DynamicResources(
             if reserved_for_pod(pod, claim):
                 continue
             try:
-                s.claims[index] = await self._bind_claim(s, index, pod)
+                s.claims[index] = await self.writes.bind(claim, s.allocations.get(index), pod)
             except Exception as exc:  # API errors included: the pod is retried
                 return Status.from_error(exc, self.name)
             written.append(index)
@@ -425,71 +382,6 @@ class DynamicResources(
             if index in s.allocations:
                 self.devices.remove_pending(s.claims[index].uid, force=True)
         return Status.success()
-
-    async def _bind_claim(self, s: _State, index: int, pod: PodInfo) -> ClaimRecord:
-        """bindClaim: add the finalizer (when allocating), the allocation and the pod's
-        reservation, retrying on conflict with a fresh copy (retry.RetryOnConflict)."""
-        api = self._handle.resource_claim_api
-        claim = s.claims[index]
-        raw: dict[str, Any] = copy.deepcopy(dict(claim.raw))
-        for attempt in range(_RETRY_STEPS):
-            if attempt:
-                await asyncio.sleep(_RETRY_DELAY * (1 + 0.1 * random.random()))
-                raw = await api.get_resource_claim(claim.namespace, claim.name)
-            try:
-                updated = await self._write_claim(raw, claim, s.allocations.get(index), pod)
-            except Conflict:
-                if attempt == _RETRY_STEPS - 1:
-                    raise
-                continue
-            record = claim_from_dict(updated)
-            self.devices.assume_written(record)
-            return record
-        raise AssertionError("unreachable")
-
-    async def _write_claim(
-        self,
-        raw: dict[str, Any],
-        claim: ClaimRecord,
-        result: AllocationResult | None,
-        pod: PodInfo,
-    ) -> dict[str, Any]:
-        """One attempt of bindClaim's update; Conflict is left to the caller's retry."""
-        api = self._handle.resource_claim_api
-        ref = _claim_ref(claim)
-        meta = raw.setdefault("metadata", {})
-        status = raw.setdefault("status", {})
-        if meta.get("deletionTimestamp"):
-            raise ClaimWriteError(f"claim {ref} got deleted in the meantime")
-        if result is not None:
-            if status.get("allocation") is not None:
-                raise ClaimWriteError(f"claim {ref} got allocated elsewhere in the meantime")
-            finalizers = list(meta.get("finalizers") or [])
-            if FINALIZER not in finalizers:
-                meta["finalizers"] = [*finalizers, FINALIZER]
-                try:
-                    raw = await api.update_resource_claim(raw)
-                except Conflict:
-                    raise
-                except Exception as exc:
-                    raise ClaimWriteError(f"add finalizer to claim {ref}: {exc}") from exc
-                status = raw.setdefault("status", {})
-            status["allocation"] = allocation_to_api(result, None)
-        status["reservedFor"] = [
-            *(status.get("reservedFor") or []),
-            {"resource": "pods", "name": pod.name, "uid": pod.uid},
-        ]
-        # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus are on in v1.37.2
-        if status.get("allocation") is None:
-            raise ClaimWriteError(f"claim {ref} got deallocated elsewhere in the meantime")
-        status["allocation"].setdefault("allocationTimestamp", _now())
-        try:
-            return await api.update_resource_claim_status(raw)
-        except Conflict:
-            raise
-        except Exception as exc:
-            what = "add allocation and reservation to" if result else "add reservation to"
-            raise ClaimWriteError(f"{what} claim {ref}: {exc}") from exc
 
     # ---------------------------------------------------------------- events
     def events_to_register(self) -> list[ClusterEventWithHint]:
@@ -556,7 +448,7 @@ class DynamicResources(
             return [{"problem": str(exc)}]
         node = Node(node_name, labels)
         out: list[dict[str, Any]] = [
-            {"claim": _claim_ref(c), "allocatedElsewhere": True}
+            {"claim": claim_ref(c), "allocatedElsewhere": True}
             for c in claims
             if c.allocated
             and c.allocation_node_selector is not None

@@ -16,13 +16,14 @@ import pytest
 from scheduler.cache.node_view import NodeView
 from scheduler.client.connection import Connection
 from scheduler.client.dispatcher import Dispatcher
+from scheduler.dra.claim_writes import FINALIZER
 from scheduler.dra.device_state import DeviceState
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
 from scheduler.framework.status import Code
 from scheduler.model.node import node_from_dict
 from scheduler.model.pod import PodInfo, pod_from_dict
-from scheduler.plugins.dynamic_resources import FINALIZER, DynamicResources
+from scheduler.plugins.dynamic_resources import DynamicResources
 from tests.dra_cluster import RESOURCE, cluster_scoped, running_dra_informers
 from tests.kube import ClusterHandle, pod_manifest, until
 
