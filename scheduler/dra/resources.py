@@ -16,7 +16,7 @@ from typing import Any
 
 from scheduler.dra.selector import AttributeValue, Device, VersionText
 from scheduler.model.errors import InvalidObject
-from scheduler.model.json_fields import json_list
+from scheduler.model.json_fields import json_list, parse_time
 from scheduler.model.quantity import parse_quantity
 from scheduler.model.selectors import NodeSelector, parse_node_selector
 
@@ -476,6 +476,19 @@ class AllocatedDevice:
     admin_access: bool = False
     share_id: str = ""
     consumed_capacity: Mapping[str, Fraction] = field(default_factory=dict)
+    # DRADeviceBindingConditions: the conditions the device's driver must report True in
+    # the claim's status.devices before the pod may bind, and those that mean it failed
+    binding_conditions: tuple[str, ...] = ()
+    binding_failure_conditions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceCondition:
+    """One condition of a device's status in the claim (metav1.Condition's parts read)."""
+
+    status: str
+    reason: str = ""
+    message: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -503,6 +516,11 @@ class ClaimRecord:
     reserved_for: tuple[ConsumerReference, ...] = ()
     # the uid of the controlling owner (a template's claim: its pod), for IsForPod
     controller_uid: str = ""
+    # status.allocation.allocationTimestamp (seconds since the epoch) and status.devices
+    allocation_timestamp: float | None = None
+    device_conditions: Mapping[tuple[str, str, str], Mapping[str, DeviceCondition]] = field(
+        default_factory=dict
+    )
     # the object as the API server sent it: PreBind writes a copy of it back (upstream
     # DeepCopy + Update / UpdateStatus), so that nothing the scheduler does not read is lost
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
@@ -623,7 +641,43 @@ def _allocated_device(raw: Any, path: str) -> AllocatedDevice:
             str(k): _quantity(v, f"{path}.consumedCapacity[{k}]")
             for k, v in _obj(r.get("consumedCapacity"), f"{path}.consumedCapacity").items()
         },
+        binding_conditions=tuple(
+            _str(c, path)
+            for c in json_list(r.get("bindingConditions"), f"{path}.bindingConditions")
+        ),
+        binding_failure_conditions=tuple(
+            _str(c, path)
+            for c in json_list(
+                r.get("bindingFailureConditions"), f"{path}.bindingFailureConditions"
+            )
+        ),
     )
+
+
+def _device_conditions(
+    raw: Any, path: str
+) -> dict[tuple[str, str, str], dict[str, DeviceCondition]]:
+    """status.devices: each device's conditions by type, keyed (driver, pool, device) as
+    upstream's getAllocatedDeviceStatus finds them (the first entry of a device wins)."""
+    out: dict[tuple[str, str, str], dict[str, DeviceCondition]] = {}
+    for i, d in enumerate(json_list(raw, path)):
+        entry = _obj(d, f"{path}[{i}]")
+        key = (_str(entry.get("driver"), path), _str(entry.get("pool"), path),
+               _str(entry.get("device"), path))  # fmt: skip
+        if key in out:
+            continue
+        out[key] = {}
+        for c in json_list(entry.get("conditions"), f"{path}[{i}].conditions"):
+            if isinstance(c, dict):
+                out[key].setdefault(
+                    _str(c.get("type"), path),
+                    DeviceCondition(
+                        _str(c.get("status"), path),
+                        _str(c.get("reason"), path),
+                        _str(c.get("message"), path),
+                    ),
+                )
+    return out
 
 
 def claim_from_dict(raw: Any) -> ClaimRecord:
@@ -664,6 +718,15 @@ def claim_from_dict(raw: Any) -> ClaimRecord:
             for r in json_list(status.get("reservedFor"), "status.reservedFor")
             if isinstance(r, dict)
         ),
+        allocation_timestamp=(
+            parse_time(
+                _obj(allocation, "status.allocation").get("allocationTimestamp"),
+                "status.allocation.allocationTimestamp",
+            )
+            if allocation is not None
+            else None
+        ),
+        device_conditions=_device_conditions(status.get("devices"), "status.devices"),
         controller_uid=next(
             (
                 _str(o.get("uid"), "metadata.ownerReferences.uid")

@@ -12,13 +12,14 @@ allocator.py), "cannot allocate all claims" when it finds nothing. Score prefers
 where earlier `firstAvailable` alternatives were chosen. Reserve promises the node's
 allocation in memory (a pending allocation: no API call in the cycle); Unreserve takes it
 back. PreBind writes each claim's allocation and the pod's reservation
-(status.allocation, status.reservedFor) with upstream's conflict retries.
+(status.allocation, status.reservedFor) with upstream's conflict retries, then waits for
+the devices' binding conditions, if any (dra/binding_conditions.py).
 
 PostFilter deallocates a claim that is allocated where the pod cannot go and reserved
 for nobody (its write runs in the background). The messages are upstream's, word for
 word. Not here yet (docs/plans/dra.md): extended resources backed by devices,
-the wait for device binding conditions, the filter timeout's configuration (the default,
-10 s, is built in), and claims of pod groups.
+the BindingConditionsPending event, the configuration of the filter and binding
+timeouts (their defaults, 10 s and 600 s, are built in), and claims of pod groups.
 """
 
 from __future__ import annotations
@@ -37,6 +38,14 @@ from scheduler.dra.allocator import (
     AllocationResult,
     AllocationTimedOut,
     Allocator,
+)
+from scheduler.dra.binding_conditions import (
+    BINDING_TIMEOUT_SECONDS,
+    POLL_SECONDS,
+    DeviceBindingError,
+    claim_ready,
+    claim_timed_out,
+    has_binding_conditions,
 )
 from scheduler.dra.claim_writes import ClaimWrites, claim_ref
 from scheduler.dra.device_state import DeviceState
@@ -233,7 +242,8 @@ class DynamicResources(
         unavailable = [
             i
             for i, selector in enumerate(s.available_on)
-            if selector is not None and not selector.matches(view.labels, view.name)
+            if (selector is not None and not selector.matches(view.labels, view.name))
+            or self._binding_failed(s.claims[i])
         ]
         results: list[AllocationResult] | None = None
         if s.allocator is not None:
@@ -377,11 +387,57 @@ class DynamicResources(
             except Exception as exc:  # API errors included: the pod is retried
                 return Status.from_error(exc, self.name)
             written.append(index)
+        if has_binding_conditions(s.claims):
+            failed = await self._wait_for_binding_conditions(s)
+            if failed is not None:
+                return failed
         # success: the written copies hold the devices now (upstream prebindSuccessCleanup)
         for index in written:
             if index in s.allocations:
                 self.devices.remove_pending(s.claims[index].uid, force=True)
         return Status.success()
+
+    @staticmethod
+    def _binding_failed(claim: ClaimRecord) -> bool:
+        """Filter's check of an allocated claim (binding conditions on): its device
+        failed binding, or waited for it past the binding timeout."""
+        if not claim.allocated:
+            return False
+        try:
+            ready = claim_ready(claim)
+        except DeviceBindingError:
+            return True
+        return not ready and claim_timed_out(claim, time.time())
+
+    async def _wait_for_binding_conditions(self, s: _State) -> Status | None:
+        """PreBind's wait (isPodReadyForBinding polled every POLL_SECONDS, at once first,
+        for up to BINDING_TIMEOUT_SECONDS) on the claims as the informer shows them; the
+        error status upstream returns when a device fails or the wait times out. (Upstream
+        also records a BindingConditionsPending event on the pod; not here yet.)"""
+        deadline = time.monotonic() + BINDING_TIMEOUT_SECONDS
+        while True:
+            try:
+                if self._pod_ready_for_binding(s):
+                    return None
+            except DeviceBindingError as exc:
+                return Status.from_error(exc, self.name)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return Status.from_error(
+                    DeviceBindingError("device binding timeout: context deadline exceeded"),
+                    self.name,
+                )
+            await asyncio.sleep(min(POLL_SECONDS, left))
+
+    def _pod_ready_for_binding(self, s: _State) -> bool:
+        for index, claim in enumerate(s.claims):
+            current = self.devices.get_claim(claim.namespace, claim.name) or claim
+            s.claims[index] = current
+            if not claim_ready(current):
+                if claim_timed_out(current, time.time()):
+                    raise DeviceBindingError(f"device binding timeout: claim={current.name}")
+                return False
+        return True
 
     # ---------------------------------------------------------------- events
     def events_to_register(self) -> list[ClusterEventWithHint]:

@@ -12,6 +12,7 @@ that finds no device is told why in the same words."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -214,3 +215,95 @@ def test_claim_templates_get_devices_where_they_are_and_the_last_pod_is_told_why
             assert report["request"] == "gpu" and report["wanted"] == "1"
             taken = with_gpus.get(node, 0)
             assert (report["devices"], report["inUse"], report["free"]) == (taken, taken, 0)
+
+
+ATTACH = "fabric.example.com"
+
+
+def test_a_device_with_binding_conditions_binds_once_its_driver_says_ready(
+    env: tuple[ClusterHandle, Scheduler],
+) -> None:
+    cluster, _ = env
+    node = sorted(n["metadata"]["name"] for n in cluster.api("GET", "/api/v1/nodes")["items"])[2]
+    cluster.api(
+        "POST",
+        f"{RESOURCE}/resourceslices",
+        {
+            "metadata": {"name": f"{node}-fabric"},
+            "spec": {
+                "driver": ATTACH,
+                "nodeName": node,
+                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                "devices": [
+                    {
+                        "name": "link-0",
+                        "bindingConditions": ["fabric.example.com/attached"],
+                        "bindingFailureConditions": ["fabric.example.com/failed"],
+                    }
+                ],
+            },
+        },
+    )
+    cluster.api(
+        "POST",
+        f"{RESOURCE}/deviceclasses",
+        {
+            "metadata": {"name": "fabric"},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{ATTACH}"'}}]},
+        },
+    )
+    cluster.api(
+        "POST",
+        f"{RESOURCE}/namespaces/{NS}/resourceclaims",
+        {
+            "metadata": {"name": "link"},
+            "spec": {
+                "devices": {
+                    "requests": [{"name": "link", "exactly": {"deviceClassName": "fabric"}}]
+                }
+            },
+        },
+    )
+    manifest = pod_manifest("attached", scheduler_name=SCHED)
+    manifest["spec"]["resourceClaims"] = [{"name": "link", "resourceClaimName": "link"}]
+    cluster.create_pod(NS, manifest)
+
+    def allocated() -> dict[str, Any] | None:
+        claim: dict[str, Any] = cluster.api(
+            "GET", f"{RESOURCE}/namespaces/{NS}/resourceclaims/link"
+        )
+        return claim if (claim.get("status") or {}).get("allocation") else None
+
+    claim = wait_for(allocated, timeout=60, what="the claim allocated at PreBind")
+    [result] = claim["status"]["allocation"]["devices"]["results"]
+    assert result["bindingConditions"] == ["fabric.example.com/attached"]
+    assert "allocationTimestamp" in claim["status"]["allocation"]
+    # PreBind waits: the pod is not bound while the driver has not reported
+    time.sleep(3)
+    assert not (cluster.get_pod(NS, "attached") or {}).get("spec", {}).get("nodeName")
+
+    # the driver reports the device attached (status.devices, as a DRA driver writes it)
+    claim["status"]["devices"] = [
+        {
+            "driver": ATTACH,
+            "pool": node,
+            "device": "link-0",
+            "conditions": [
+                {
+                    "type": "fabric.example.com/attached",
+                    "status": "True",
+                    "reason": "Attached",
+                    "message": "",
+                    "lastTransitionTime": "2026-12-06T00:00:00Z",
+                }
+            ],
+        }
+    ]
+    cluster.api("PUT", f"{RESOURCE}/namespaces/{NS}/resourceclaims/link/status", claim)
+
+    def bound() -> str | None:
+        pod = cluster.get_pod(NS, "attached") or {}
+        return pod.get("spec", {}).get("nodeName") or None
+
+    # upstream polls every 5 s: within a few polls
+    assert wait_for(bound, timeout=30, what="the pod bound after the condition") == node
