@@ -206,6 +206,11 @@ def _node_selector(raw: Any, path: str) -> NodeSelector | None:
     return None if raw is None else parse_node_selector(raw, path)
 
 
+def _names(obj: dict[str, Any], key: str, path: str) -> tuple[str, ...]:
+    """A list of strings (condition names), absent read as empty."""
+    return tuple(_str(c, f"{path}.{key}") for c in json_list(obj.get(key), f"{path}.{key}"))
+
+
 def _taint(t: dict[str, Any], path: str) -> DeviceTaint:
     return DeviceTaint(
         _str(t.get("key"), f"{path}.key"),
@@ -251,16 +256,8 @@ def device_from_dict(raw: Any, driver: str, path: str) -> DeviceRecord:
         taints=taints,
         node_selector_raw=d.get("nodeSelector"),
         binds_to_node=bool(_bool(d.get("bindsToNode"), f"{path}.bindsToNode")),
-        binding_conditions=tuple(
-            _str(c, path)
-            for c in json_list(d.get("bindingConditions"), f"{path}.bindingConditions")
-        ),
-        binding_failure_conditions=tuple(
-            _str(c, path)
-            for c in json_list(
-                d.get("bindingFailureConditions"), f"{path}.bindingFailureConditions"
-            )
-        ),
+        binding_conditions=_names(d, "bindingConditions", path),
+        binding_failure_conditions=_names(d, "bindingFailureConditions", path),
         allow_multiple_allocations=allow_multiple,
         selector_view=Device(
             driver=driver,
@@ -641,16 +638,8 @@ def _allocated_device(raw: Any, path: str) -> AllocatedDevice:
             str(k): _quantity(v, f"{path}.consumedCapacity[{k}]")
             for k, v in _obj(r.get("consumedCapacity"), f"{path}.consumedCapacity").items()
         },
-        binding_conditions=tuple(
-            _str(c, path)
-            for c in json_list(r.get("bindingConditions"), f"{path}.bindingConditions")
-        ),
-        binding_failure_conditions=tuple(
-            _str(c, path)
-            for c in json_list(
-                r.get("bindingFailureConditions"), f"{path}.bindingFailureConditions"
-            )
-        ),
+        binding_conditions=_names(r, "bindingConditions", path),
+        binding_failure_conditions=_names(r, "bindingFailureConditions", path),
     )
 
 
