@@ -52,7 +52,7 @@ from scheduler.dra.device_state import DeviceState
 from scheduler.dra.diagnosis import request_reports
 from scheduler.dra.pod_claims import ClaimNotUsable, pod_claims, reserved_for_pod
 from scheduler.dra.pools import Node
-from scheduler.dra.resources import AllocatedDevice, ClaimRecord
+from scheduler.dra.resources import AllocatedDevice, ClaimRecord, DeviceRequest
 from scheduler.dra.selector_cache import SelectorCache
 from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
 from scheduler.framework.cycle_state import CycleState
@@ -173,6 +173,22 @@ class DynamicResources(
             )
         return None
 
+    def _request_problem(self, claim: ClaimRecord, request: DeviceRequest) -> Status | None:
+        """PreFilter's check of one request of a claim to allocate: its class (each
+        alternative's) exists."""
+        if request.exactly is not None:
+            return self._class_problem(request.exactly.device_class_name, request.name)
+        if not request.first_available:
+            return Status.unresolvable(
+                f"resource claim {claim_ref(claim)}, request {request.name}: unknown request type",
+                plugin=self.name,
+            )
+        for sub in request.first_available:
+            problem = self._class_problem(sub.device_class_name, f"{request.name}/{sub.name}")
+            if problem is not None:
+                return problem
+        return None
+
     def pre_filter(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot
     ) -> tuple[PreFilterResult | None, Status]:
@@ -201,28 +217,7 @@ class DynamicResources(
                     plugin=self.name,
                 )
             for request in claim.requests:
-                if request.exactly is not None:
-                    problem = self._class_problem(request.exactly.device_class_name, request.name)
-                elif request.first_available:
-                    problem = next(
-                        (
-                            p
-                            for sub in request.first_available
-                            if (
-                                p := self._class_problem(
-                                    sub.device_class_name, f"{request.name}/{sub.name}"
-                                )
-                            )
-                            is not None
-                        ),
-                        None,
-                    )
-                else:
-                    problem = Status.unresolvable(
-                        f"resource claim {claim_ref(claim)}, request {request.name}: "
-                        "unknown request type",
-                        plugin=self.name,
-                    )
+                problem = self._request_problem(claim, request)
                 if problem is not None:
                     return None, problem
         if s.to_allocate:
