@@ -24,10 +24,10 @@ import copy
 import os
 import random
 import re
-import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
@@ -756,22 +756,43 @@ def check_in_process(case: Case) -> Verdict:
     return Verdict(case, False, True, False, time.perf_counter() - started, "accepted")
 
 
+def run_counting_cpu(
+    argv: list[str], *, cwd: Path, env: dict[str, str], timeout: float
+) -> tuple[int, bytes, float]:
+    """Run `argv`; its exit code, its stderr and the CPU (user + sys) of that process
+    alone. The rusage comes from os.wait4 on its pid: RUSAGE_CHILDREN deltas also count
+    any other child reaped meanwhile (subprocess reaps abandoned ones when it starts a
+    new process), which made a budget fail with another test's CPU."""
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd, env=env
+    )
+    killer = threading.Timer(timeout, proc.kill)
+    killer.start()
+    try:
+        assert proc.stderr is not None
+        stderr = proc.stderr.read()  # to EOF: the process has closed it (exited or killed)
+        _, status, usage = os.wait4(proc.pid, 0)
+    finally:
+        killer.cancel()
+        if proc.stderr is not None:
+            proc.stderr.close()
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+    return proc.returncode, stderr, usage.ru_utime + usage.ru_stime
+
+
 def check_process(case: Case, workdir: Path) -> Verdict:
     """`python -m scheduler run --config F` as a subprocess: exit code, stderr, wall time."""
     path = workdir / "config.yaml"
     path.write_bytes(case.data)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    proc = subprocess.run(
+    returncode, stderr, cpu = run_counting_cpu(
         [sys.executable, "-m", "scheduler", "run", "--config", str(path),
          "--kubeconfig", str(workdir / "absent-kubeconfig"), "--secure-port", "0"],
-        capture_output=True, timeout=30, check=False, cwd=ROOT, env=env,
+        cwd=ROOT, env=env, timeout=30.0,
     )  # fmt: skip
     seconds = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    err = proc.stderr.decode("utf-8", "replace")
+    err = stderr.decode("utf-8", "replace")
     lines = err.splitlines()
     line = lines[0] if lines else ""
     field = ""
@@ -780,8 +801,8 @@ def check_process(case: Case, workdir: Path) -> Verdict:
     elif line.startswith(PREFIX) and re.match(r"[^ :]+: ", line[len(PREFIX) :]):
         field = line[len(PREFIX) :].split(": ", 1)[0]
     return Verdict(
-        case, proc.returncode != 0, len(lines) == 1 and err.endswith("\n") and err.count("\n") == 1,
-        _names_field(case, field, line), seconds, line[:300], proc.returncode, cpu,
+        case, returncode != 0, len(lines) == 1 and err.endswith("\n") and err.count("\n") == 1,
+        _names_field(case, field, line), seconds, line[:300], returncode, cpu,
     )  # fmt: skip
 
 
