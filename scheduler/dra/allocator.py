@@ -27,7 +27,7 @@ from typing import Any
 
 from scheduler.dra.capacity import CapacityError, consumed_by, fits
 from scheduler.dra.constraints import Constraint, DistinctAttribute, MatchAttribute
-from scheduler.dra.pools import Node, Pool, gather_pools, node_matches
+from scheduler.dra.pools import Node, Pool, SliceIndex, gather_pools, node_matches
 from scheduler.dra.resources import (
     ALLOCATION_MODE_ALL,
     ALLOCATION_MODE_EXACT,
@@ -162,7 +162,7 @@ class Allocator:
     ) -> None:
         self.allocated = allocated
         self.classes = classes
-        self.slices = slices
+        self.slices = SliceIndex.of(slices)
         self.selectors = selectors
         self.new_share_id = new_share_id
         self._available_counters: dict[tuple[str, str], dict[str, dict[str, Fraction]]] = {}
@@ -200,7 +200,7 @@ class _Run:
     # --- setup (Allocate) ------------------------------------------------------------
 
     def run(self) -> list[AllocationResult] | None:
-        self.pools = gather_pools(self.a.slices, self.node, self.a.slices)
+        self.pools = gather_pools(self.a.slices, self.node)
         for ci, claim in enumerate(self.claims):
             per_claim = 0
             for ri, request in enumerate(claim.requests):

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from fractions import Fraction
 
 from scheduler.dra.allocator import AllocatedState, DeviceID
+from scheduler.dra.pools import SliceIndex
 from scheduler.dra.resources import (
     AllocatedDevice,
     ClaimRecord,
@@ -66,7 +67,7 @@ class DeviceState:
         self.slices: dict[str, SliceRecord] = {}
         self.taint_rules: dict[str, DeviceTaintRule] = {}
         # the slices with the rules' taints, rebuilt after a change to either
-        self._patched: list[SliceRecord] | None = None
+        self._patched: SliceIndex | None = None
         self.classes: dict[str, DeviceClassRecord] = {}
         self.claims: dict[str, ClaimRecord] = {}  # the informer's copies
         self.assumed: dict[str, ClaimRecord] = {}  # written by PreBind, not yet seen
@@ -94,12 +95,12 @@ class DeviceState:
         self.taint_rules.pop(rule.name, None)
         self._patched = None
 
-    def allocation_slices(self) -> list[SliceRecord]:
+    def allocation_slices(self) -> SliceIndex:
         """The slices the allocator reads: with the DeviceTaintRules' taints on their
-        devices (upstream's ListWithDeviceTaintRules)."""
+        devices (upstream's ListWithDeviceTaintRules), indexed by node and pool."""
         if self._patched is None:
             rules = list(self.taint_rules.values())
-            self._patched = [with_taint_rules(s, rules) for s in self.slices.values()]
+            self._patched = SliceIndex(with_taint_rules(s, rules) for s in self.slices.values())
         return self._patched
 
     def set_class(self, c: DeviceClassRecord) -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.dra.allocator import AllocatedState, taint_prevents
-from scheduler.dra.pools import Node, gather_pools, node_matches
+from scheduler.dra.pools import Node, SliceIndex, gather_pools, node_matches
 from scheduler.dra.resources import (
     ALLOCATION_MODE_ALL,
     ClaimRecord,
@@ -119,7 +119,7 @@ def request_reports(
     """One report per request (per alternative) of the unallocated `claims` on `node`."""
     devices = [
         ((s.driver, s.pool, d.name), d)
-        for pool in gather_pools(slices, node, slices)
+        for pool in gather_pools(SliceIndex.of(slices), node)
         if not pool.incomplete and not pool.invalid
         for s in pool.slices_on_node
         for d in s.devices

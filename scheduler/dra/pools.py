@@ -12,9 +12,10 @@ driver then pool name, those with binding conditions last.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import overload
 
 from scheduler.dra.resources import CounterSet, DeviceRecord, SliceRecord
 from scheduler.model.selectors import NodeSelector
@@ -132,11 +133,55 @@ def _has_binding_conditions(pool: Pool) -> bool:
     return any(d.binding_conditions for s in pool.slices_on_node for d in s.devices)
 
 
-def gather_pools(
-    slices_for_node: Iterable[SliceRecord], node: Node, all_slices: Sequence[SliceRecord]
-) -> list[Pool]:
+class SliceIndex(Sequence[SliceRecord]):
+    """The slices, with what gathering pools for one node looks up: the slices published
+    for that node by name, the ones that may reach any node (node selector, all nodes,
+    per-device selection), and each pool's slices. Upstream's GatherPools scans every
+    slice for every node; at hundreds of nodes with a slice each that scan would be most
+    of a pod's Filter here, and the answer does not depend on the order slices come in
+    (pools are keyed and sorted, a pool's slices sorted by name)."""
+
+    def __init__(self, slices: Iterable[SliceRecord]) -> None:
+        self._all = tuple(slices)
+        self._by_node: dict[str, list[SliceRecord]] = {}
+        self._elsewhere: list[SliceRecord] = []
+        self._by_pool: dict[PoolID, list[SliceRecord]] = {}
+        for s in self._all:
+            if s.node_name:
+                self._by_node.setdefault(s.node_name, []).append(s)
+            else:
+                self._elsewhere.append(s)
+            self._by_pool.setdefault((s.driver, s.pool), []).append(s)
+
+    @staticmethod
+    def of(slices: Sequence[SliceRecord]) -> SliceIndex:
+        return slices if isinstance(slices, SliceIndex) else SliceIndex(slices)
+
+    def for_node(self, node_name: str) -> Iterator[SliceRecord]:
+        """Every slice that may reach `node_name` (a superset: GatherPools still checks)."""
+        yield from self._by_node.get(node_name, ())
+        yield from self._elsewhere
+
+    def in_pool(self, pool_id: PoolID) -> Sequence[SliceRecord]:
+        return self._by_pool.get(pool_id, ())
+
+    @overload
+    def __getitem__(self, i: int) -> SliceRecord: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[SliceRecord]: ...
+    def __getitem__(self, i: int | slice) -> SliceRecord | Sequence[SliceRecord]:
+        return self._all[i]
+
+    def __len__(self) -> int:
+        return len(self._all)
+
+    def __iter__(self) -> Iterator[SliceRecord]:
+        return iter(self._all)
+
+
+def gather_pools(index: SliceIndex, node: Node) -> list[Pool]:
     by_pool: dict[PoolID, list[SliceRecord]] = {}
-    for s in slices_for_node:
+    for s in index.for_node(node.name):
         if s.uses_compatibility_groups or not _relevant(s, node):
             continue
         pool_id = (s.driver, s.pool)
@@ -153,12 +198,9 @@ def gather_pools(
             pool = _build_pool(pool_id, slices, None)
         else:
             # checkSlicesInPool: a newer generation elsewhere makes these obsolete
-            same = [
-                s
-                for s in all_slices
-                if (s.driver, s.pool) == pool_id and s.generation == generation
-            ]
-            if any((s.driver, s.pool) == pool_id and s.generation > generation for s in all_slices):
+            in_pool = index.in_pool(pool_id)
+            same = [s for s in in_pool if s.generation == generation]
+            if any(s.generation > generation for s in in_pool):
                 continue
             same = [s for s in same if not s.uses_compatibility_groups]
             if len(same) != count:
