@@ -61,8 +61,8 @@ from typing import Any
 import aiohttp
 import psutil
 
+from bench import dra_setup, pinning, scale_fill, scrape, stats
 from bench import pinned_workloads as pw
-from bench import pinning, scale_fill, scrape, stats
 from bench.api import Api, retrying
 from bench.procs import PROFILED, Monitor, command_for
 from bench.runner import Recorder, _setup, create_pods, host_load
@@ -114,6 +114,7 @@ class Session:
     api: Api | None = None
     kubeconfig: Path | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    devices_published: bool = False
     generation: int = 0
     """Counts the runs of this cluster: every pod, churn node and Service name carries
     it, so no name is used twice (see pinned_workloads.init_pods)."""
@@ -243,6 +244,16 @@ class Session:
         if not self.opts.keep:
             shutil.rmtree(self.base, ignore_errors=True)
 
+    def contender_gates(self, w: pw.PinnedWorkload) -> list[str]:
+        """One `--feature-gates` argument for both schedulers: the cluster's gates when
+        the matrix holds gangs, DynamicResourceAllocation for a DRA workload (GA and
+        locked on in kube-scheduler v1.37.2, which accepts it set to true)."""
+        gates = list(self.cluster.state.feature_gates) if self.opts.generic_workload and \
+            self.cluster and self.cluster.state else []  # fmt: skip
+        if w.dra:
+            gates.append("DynamicResourceAllocation=true")
+        return [f"--feature-gates={','.join(gates)}"] if gates else []
+
     # ----- between runs ----------------------------------------------------------------
     def widen(self) -> None:
         """Let the control plane use every core while the harness prepares a run
@@ -363,6 +374,14 @@ class Session:
         try:
             self.widen()
             phases.update(await self.reset(w, progress, label))
+            if w.dra:
+                if not self.devices_published:
+                    progress(f"{label}: publishing {self.nodes} ResourceSlices", True)
+                    await dra_setup.publish_devices(api, self.nodes, self.opts.concurrency)
+                    self.devices_published = True
+                phases.update(
+                    await dra_setup.reset_claims(api, w, self.opts.concurrency, progress, label)
+                )
             # victims are init pods: only the preemption workloads watch those
             rec = Recorder(api, label_selector="" if w.preempts else f"{ROLE_LABEL}!=init")
             ready = asyncio.Event()
@@ -389,6 +408,10 @@ class Session:
                     raise RuntimeError(f"{fails} measured pods could not be created")
                 await _wait(lambda: sum(1 for x in created if x in rec.pods) == n, 120,
                             "the watch to see the backlog")  # fmt: skip
+                if w.dra:
+                    phases["claims_made_s"] = await dra_setup.wait_for_claims(
+                        api, n, progress, label
+                    )
                 phases["backlog_s"] = round(time.monotonic() - t, 1)
             result["control_plane_affinity"] = self.narrow()
             assert self.cluster.state is not None
@@ -403,9 +426,7 @@ class Session:
                 qps=self.opts.qps,
                 burst=self.opts.burst,
                 concurrency=self.opts.concurrency,
-                feature_gates=(
-                    self.cluster.feature_gate_args() if self.opts.generic_workload else []
-                ),
+                feature_gates=self.contender_gates(w),
                 metrics_port=metrics_port,
             )
             result["argv"] = argv

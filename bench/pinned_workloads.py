@@ -41,6 +41,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from bench import dra_objects
 from bench.workloads import (
     HIGH_PRIORITY_CLASS,
     NAMESPACE,
@@ -82,6 +83,8 @@ class PinnedWorkload:
     upstream: str = ""
     group_size: int = 0
     """Members per PodGroup of the measured "gang" template (GenericWorkload)."""
+    filled_devices: int = 0
+    """DRA workloads: devices the harness allocates (fill claims) before the run."""
 
     def __post_init__(self) -> None:
         if self.init_set not in INIT_SETS:
@@ -101,6 +104,18 @@ class PinnedWorkload:
                 raise ValueError(f"{self.name}: unknown shape {s!r}")
         if self.gangs and (self.group_size < 1 or self.measured_pods % self.group_size):
             raise ValueError(f"{self.name}: measured pods must be whole groups")
+        if self.dra and self.filled_devices + self.measured_pods > self.devices:
+            raise ValueError(f"{self.name}: more claims than the nodes' devices")
+
+    @property
+    def dra(self) -> bool:
+        """The measured pods use ResourceClaims: the cluster gets slices, a class and a
+        claim template, and both schedulers the DynamicResourceAllocation gate."""
+        return self.measured == "claim-template"
+
+    @property
+    def devices(self) -> int:
+        return self.nodes * dra_objects.DEVICES_PER_NODE
 
     @property
     def gangs(self) -> bool:
@@ -123,7 +138,8 @@ class PinnedWorkload:
 
 INIT_SETS = ("plain", "green", "blue", "low", "tiny")
 MEASURED = (
-    "plain", "anti", "affinity", "spread", "node-affinity", "preemptor", "gang", "gang-preemptor"
+    "plain", "anti", "affinity", "spread", "node-affinity", "preemptor", "gang", "gang-preemptor",
+    "claim-template",
 )  # fmt: skip
 
 # upstream's own counts at (500, 5000) nodes: (init pods, measured pods) of the
@@ -346,6 +362,10 @@ def _affinity(label: str) -> dict[str, Any]:
 
 def template_pod(template: str, name: str, role: str, node: str | None = None) -> dict[str, Any]:
     """One pod of `template` (a measured template or an init set)."""
+    if template == "claim-template":
+        # dra/templates/pod-with-claim-template.yaml (upstream's asks for no CPU or
+        # memory; the default template's requests are kept, as for every other pod here)
+        return _with_port(dra_objects.with_claim_template(pod(name, role)))
     if template in ("plain", "gang"):
         # podgroup/gangscheduling/templates/gang-pod.yaml asks for 100m / 100Mi as the
         # default template does; the group reference is added by measured_pods
@@ -501,6 +521,57 @@ def gang_workloads_for(nodes: int, pods_scale: float = 1.0) -> list[PinnedWorklo
     ]  # fmt: skip
 
 
+DRA_WORKLOAD_NAMES = (
+    "ResourceClaimTemplateEmpty",
+    "SchedulingWithResourceClaimTemplate",
+    "ResourceClaimTemplateHalf",
+    "ResourceClaimTemplateFull",
+)
+"""Run only when named (--workloads): they give both schedulers the
+DynamicResourceAllocation gate (off by default here, so it would change this
+scheduler's profile for the other workloads). In order of the devices filled before
+the run, so the harness only adds fill claims from one to the next."""
+
+
+def dra_workloads_for(nodes: int, pods_scale: float = 1.0) -> list[PinnedWorkload]:
+    """dra/performance-config.yaml at 500 nodes, ten devices per node:
+    SchedulingWithResourceClaimTemplate 5000pods_500nodes (2500 claims allocated before,
+    2500 pods measured; here 2 per node, scaled), and SteadyStateClusterResourceClaimTemplate
+    empty/half/full_500nodes (0, 2500 and 4990 devices in use while ten pods at a time
+    are created and deleted for 10 s). This harness measures backlogs, not a steady
+    state: the three steady-state cases become a backlog of one pod per node (scaled)
+    with no devices, half of them, or all but the backlog's in use before it, so
+    "full" has one free device per node for its whole run."""
+    devices = nodes * dra_objects.DEVICES_PER_NODE
+    per_node = max(1, round(nodes * pods_scale))
+    backlog = min(max(1, round(2 * nodes * pods_scale)), devices // 2)
+    return [
+        PinnedWorkload(
+            "ResourceClaimTemplateEmpty", nodes, "plain", 0, "claim-template", per_node,
+            upstream="dra/performance-config.yaml SteadyStateClusterResourceClaimTemplate "
+            "empty_500nodes (as a backlog)",
+        ),
+        PinnedWorkload(
+            "SchedulingWithResourceClaimTemplate", nodes, "plain", 0, "claim-template",
+            backlog, filled_devices=devices // 2,
+            upstream="dra/performance-config.yaml SchedulingWithResourceClaimTemplate "
+            "5000pods_500nodes",
+        ),
+        PinnedWorkload(
+            "ResourceClaimTemplateHalf", nodes, "plain", 0, "claim-template", per_node,
+            filled_devices=devices // 2,
+            upstream="dra/performance-config.yaml SteadyStateClusterResourceClaimTemplate "
+            "half_500nodes (as a backlog)",
+        ),
+        PinnedWorkload(
+            "ResourceClaimTemplateFull", nodes, "plain", 0, "claim-template",
+            min(per_node, nodes), filled_devices=devices - min(per_node, nodes),
+            upstream="dra/performance-config.yaml SteadyStateClusterResourceClaimTemplate "
+            "full_500nodes (as a backlog)",
+        ),
+    ]  # fmt: skip
+
+
 def select(
     sizes: list[int] | None = None,
     workloads: list[str] | None = None,
@@ -508,7 +579,7 @@ def select(
     memory: bool = True,
 ) -> list[PinnedWorkload]:
     """The matrix (size by size, each size in run order); `workloads` may name Memory."""
-    known = {*WORKLOAD_NAMES, *GANG_WORKLOAD_NAMES, "Memory"}
+    known = {*WORKLOAD_NAMES, *GANG_WORKLOAD_NAMES, *DRA_WORKLOAD_NAMES, "Memory"}
     unknown = sorted(set(workloads or ()) - known)
     if unknown:
         raise ValueError(
@@ -522,6 +593,7 @@ def select(
         if workloads:
             ws = [w for w in ws if w.name in workloads]
             ws += [w for w in gang_workloads_for(n, pods_scale) if w.name in workloads]
+            ws += [w for w in dra_workloads_for(n, pods_scale) if w.name in workloads]
         if n >= 5000 and memory and (not workloads or "Memory" in workloads):
             mem = memory_workload(n)
             # after the plain workloads: their init set is topped up, not rebuilt

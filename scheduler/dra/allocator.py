@@ -27,7 +27,7 @@ from typing import Any
 
 from scheduler.dra.capacity import CapacityError, consumed_by, fits
 from scheduler.dra.constraints import Constraint, DistinctAttribute, MatchAttribute
-from scheduler.dra.pools import Node, Pool, SliceIndex, gather_pools, node_matches
+from scheduler.dra.pools import Node, Pool, SliceIndex, node_matches
 from scheduler.dra.resources import (
     ALLOCATION_MODE_ALL,
     ALLOCATION_MODE_EXACT,
@@ -195,12 +195,12 @@ class _Run:
         self.allocating: dict[DeviceID, set[int]] = {}
         self.allocating_capacity: dict[DeviceID, dict[str, Fraction]] = {}
         self.results: list[list[_Internal]] = [[] for _ in claims]
-        self.pools: list[Pool] = []
+        self.pools: Sequence[Pool] = ()
 
     # --- setup (Allocate) ------------------------------------------------------------
 
     def run(self) -> list[AllocationResult] | None:
-        self.pools = gather_pools(self.a.slices, self.node)
+        self.pools = self.a.slices.pools_for(self.node)
         for ci, claim in enumerate(self.claims):
             per_claim = 0
             for ri, request in enumerate(claim.requests):
@@ -432,6 +432,18 @@ class _Run:
     def _capacity_fits(
         self, request: SubRequest, device: DeviceRecord, device_id: DeviceID
     ) -> bool:
+        if (
+            not request.capacity_requests
+            and device_id not in self.a.allocated.capacity
+            and device_id not in self.allocating_capacity
+            and all(
+                c.request_policy is None and c.value.numerator >= 0
+                for c in device.capacity.values()
+            )
+        ):
+            # what `fits` finds for a device nothing consumes yet, asked for nothing in
+            # particular, without a policy: each capacity consumed whole, which fits
+            return True
         return fits(
             self.a.allocated.capacity.get(device_id, {}),
             request.capacity_requests,

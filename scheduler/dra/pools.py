@@ -146,6 +146,9 @@ class SliceIndex(Sequence[SliceRecord]):
         self._by_node: dict[str, list[SliceRecord]] = {}
         self._elsewhere: list[SliceRecord] = []
         self._by_pool: dict[PoolID, list[SliceRecord]] = {}
+        # a node's pools, while they depend on its name alone (no slice reaches nodes
+        # by selector): the index is rebuilt on every slice change, so this stays true
+        self._pools: dict[str, Sequence[Pool]] = {}
         for s in self._all:
             if s.node_name:
                 self._by_node.setdefault(s.node_name, []).append(s)
@@ -161,6 +164,15 @@ class SliceIndex(Sequence[SliceRecord]):
         """Every slice that may reach `node_name` (a superset: GatherPools still checks)."""
         yield from self._by_node.get(node_name, ())
         yield from self._elsewhere
+
+    def pools_for(self, node: Node) -> Sequence[Pool]:
+        """gather_pools, remembered per node name where the labels cannot matter."""
+        if self._elsewhere:
+            return gather_pools(self, node)
+        pools = self._pools.get(node.name)
+        if pools is None:
+            pools = self._pools[node.name] = tuple(gather_pools(self, node))
+        return pools
 
     def in_pool(self, pool_id: PoolID) -> Sequence[SliceRecord]:
         return self._by_pool.get(pool_id, ())
