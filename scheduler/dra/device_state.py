@@ -17,10 +17,11 @@ moment (a pending allocation and the written copy) cannot free the device early.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from fractions import Fraction
 
 from scheduler.dra.allocator import AllocatedState, DeviceID
+from scheduler.dra.class_resolver import DeviceClassResolver
 from scheduler.dra.pools import SliceIndex
 from scheduler.dra.resources import (
     AllocatedDevice,
@@ -69,6 +70,8 @@ class DeviceState:
         # the slices with the rules' taints, rebuilt after a change to either
         self._patched: SliceIndex | None = None
         self.classes: dict[str, DeviceClassRecord] = {}
+        # extended resources backed by the classes (upstream's DeviceClassResolver)
+        self.class_resolver = DeviceClassResolver()
         self.claims: dict[str, ClaimRecord] = {}  # the informer's copies
         self.assumed: dict[str, ClaimRecord] = {}  # written by PreBind, not yet seen
         # claim uid -> (the claim with its pending allocation, pods sharing it)
@@ -104,14 +107,29 @@ class DeviceState:
         return self._patched
 
     def set_class(self, c: DeviceClassRecord) -> None:
+        old = self.classes.get(c.name)
         self.classes[c.name] = c
+        if old is None:
+            self.class_resolver.on_add(c)
+        else:
+            self.class_resolver.on_update(old, c)
 
     def drop_class(self, c: DeviceClassRecord) -> None:
         self.classes.pop(c.name, None)
+        self.class_resolver.on_delete(c)
 
     def get_claim(self, namespace: str, name: str) -> ClaimRecord | None:
         key = f"{namespace}/{name}"
         return self.assumed.get(key) or self.claims.get(key)
+
+    def all_claims(self) -> Iterator[ClaimRecord]:
+        """Every claim as seen (the written copy where PreBind wrote one), any namespace:
+        upstream's ResourceClaims().List() over the assume cache."""
+        for key, claim in self.claims.items():
+            yield self.assumed.get(key, claim)
+        for key, claim in self.assumed.items():
+            if key not in self.claims:
+                yield claim
 
     def _seen(self, key: str, change: Callable[[], None]) -> None:
         """Apply `change`, then move the held devices from the claim as seen before to

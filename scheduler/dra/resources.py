@@ -383,6 +383,9 @@ class DeviceClassRecord:
     # the raw config entries (copied into an allocation result as they are)
     config: tuple[Mapping[str, Any], ...] = ()
     extended_resource_name: str = ""
+    # metadata.creationTimestamp (seconds since the epoch; 0 when absent): the newer of
+    # two classes naming one extended resource wins it (dra/class_resolver.py)
+    created: float = 0.0
 
 
 def _selectors(raw: Any, path: str) -> tuple[str, ...]:
@@ -395,11 +398,13 @@ def _selectors(raw: Any, path: str) -> tuple[str, ...]:
 def device_class_from_dict(raw: Any) -> DeviceClassRecord:
     obj = _obj(raw, "")
     spec = _obj(obj.get("spec"), "spec")
+    meta = _obj(obj.get("metadata"), "metadata")
     return DeviceClassRecord(
-        name=_str(_obj(obj.get("metadata"), "metadata").get("name"), "metadata.name"),
+        name=_str(meta.get("name"), "metadata.name"),
         selectors=_selectors(spec.get("selectors"), "spec.selectors"),
         config=tuple(_obj(c, "spec.config") for c in json_list(spec.get("config"), "spec.config")),
         extended_resource_name=_str(spec.get("extendedResourceName"), "spec.extendedResourceName"),
+        created=parse_time(meta.get("creationTimestamp"), "metadata.creationTimestamp") or 0.0,
     )
 
 

@@ -8,6 +8,12 @@ code is UnschedulableAndUnresolvable, so preemption does not dry-run that node (
 fitsRequest's InsufficientResource.Unresolvable, v1.37.2 noderesources/fit.go; "Too many
 pods" never makes it unresolvable).
 
+Extended resources backed by DRA (DRAExtendedResource, GA in v1.37.2; on here with the
+DynamicResourceAllocation gate): an extended resource that some DeviceClass backs is not
+counted on a node whose allocatable has none of it; DynamicResources allocates devices
+for it there (upstream shouldDelegateResourceToDRA). A node whose device plugin
+advertises it is checked as before.
+
 Batch form: one comparison per requested resource over the table columns; each
 rejected node gets a bitmask of what is short, and one Status per distinct bitmask.
 """
@@ -28,6 +34,8 @@ from scheduler.config.args import (
     NodeResourcesFitArgs,
     UtilizationShapePoint,
 )
+from scheduler.dra.class_resolver import DEVICE_CLASS_PREFIX, DeviceClassResolver
+from scheduler.dra.resources import DeviceClassRecord
 from scheduler.framework import signature
 from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
 from scheduler.framework.cycle_state import CycleState
@@ -59,11 +67,16 @@ from scheduler.plugins.resource_allocation import (
 )
 
 TOO_MANY_PODS = "Too many pods"
+SIGNATURE_DISABLED = "signature disabled when dra extended resources are used in the cluster"
 _STATE_KEY = "PreFilter" + names.NODE_RESOURCES_FIT
 MAX_CUSTOM_PRIORITY_SCORE = 10
 
 
+# (resource, amount) the filter checks, and those a DeviceClass backs
+_Wanted = tuple[list[tuple[str, int]], frozenset[str]]
 _SUCCESS = Status.success()
+_NONE: frozenset[str] = frozenset()
+_ZERO = np.zeros(1, dtype=np.int64)  # the allocatable of a resource no node has
 _NO_ALLOCATABLE: Mapping[str, int] = {}
 # distinct rejection Statuses kept for reuse: the combinations of requested resources
 # seen, a handful in practice (extended resources could add more; past this, built anew)
@@ -85,8 +98,12 @@ class NodeResourcesFit(
 ):
     name = names.NODE_RESOURCES_FIT
 
-    def __init__(self, args: NodeResourcesFitArgs) -> None:
+    def __init__(
+        self, args: NodeResourcesFitArgs, class_resolver: DeviceClassResolver | None = None
+    ) -> None:
         self.args = args
+        # DeviceClasses backing extended resources (None: dynamic resource allocation off)
+        self._classes = class_resolver
         self._resources = args.scoring_strategy.resources
         self._weights = weights(self._resources)
         self._weight_sum = int(self._weights.sum())
@@ -114,16 +131,29 @@ class NodeResourcesFit(
             out.append((r, v))
         return out
 
+    def _delegable(self, wanted: list[tuple[str, int]]) -> frozenset[str]:
+        """The requested resources a DeviceClass backs: on a node without them in its
+        allocatable they are DynamicResources' (shouldDelegateResourceToDRA)."""
+        classes = self._classes
+        if not classes:
+            return _NONE
+        return frozenset(r for r, _ in wanted if classes.device_class(r) is not None)
+
     # -------------------------------------------------------------- filter
     def pre_filter(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot
     ) -> tuple[PreFilterResult | None, Status]:
-        state.write(_STATE_KEY, self._checked(pod))
+        wanted = self._checked(pod)
+        state.write(_STATE_KEY, (wanted, self._delegable(wanted)))
         return None, Status.success()
 
-    def _wanted(self, state: CycleState, pod: PodInfo) -> list[tuple[str, int]]:
-        wanted: list[tuple[str, int]] | None = state.get(_STATE_KEY)
-        return wanted if wanted is not None else self._checked(pod)
+    def _wanted(self, state: CycleState, pod: PodInfo) -> _Wanted:
+        """PreFilter's (resource, amount) to check and which of them DRA may take."""
+        found: _Wanted | None = state.get(_STATE_KEY)
+        if found is not None:
+            return found
+        wanted = self._checked(pod)
+        return wanted, self._delegable(wanted)
 
     def filter(self, state: CycleState, pod: PodInfo, view: NodeView) -> Status:
         # the per-node form runs on node copies (nominated pods, and each step of a
@@ -133,14 +163,14 @@ class NodeResourcesFit(
         node = view.node
         allocatable = node.allocatable if node is not None else _NO_ALLOCATABLE
         requested = view.requested
-        wanted: list[tuple[str, int]] | None = state.get(_STATE_KEY)
-        if wanted is None:
-            wanted = self._checked(pod)
+        wanted, delegable = self._wanted(state, pod)
         too_many = len(view.pods) >= allocatable.get("pods", 0)  # one more would exceed
         short: list[str] | None = None
         unresolvable = False
         for r, amount in wanted:
             alloc = allocatable.get(r, 0)
+            if alloc <= 0 and r in delegable:
+                continue  # DynamicResources allocates it here
             if amount > alloc - requested.get(r, 0):
                 if short is None:
                     short = []
@@ -165,7 +195,7 @@ class NodeResourcesFit(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, slots: IntArray
     ) -> BatchFilterResult:
         table = snapshot.table
-        wanted = self._wanted(state, pod)
+        wanted, delegable = self._wanted(state, pod)
         labels = [TOO_MANY_PODS] + [insufficient(r) for r, _ in wanted]
         # pod_count + 1 > max_pods, one numpy call fewer (integers)
         too_many = table.pod_count[slots] >= table.max_pods[slots]
@@ -173,14 +203,21 @@ class NodeResourcesFit(
         unresolvable_bit = len(labels)
         # per wanted resource: (allocatable, short) over the slots, None without a column
         # (short everywhere). Column by column: numpy's 2-D gather (np.ix_) is slower
+        # (a resource DynamicResources takes where the node has none: short nowhere
+        # without a column, and only where the node has some with one)
         checked: list[tuple[IntArray, BoolArray] | None] = []
         for r, amount in wanted:
             col = table.column(r)
             if col is None:
-                checked.append(None)
+                checked.append(
+                    (_ZERO, np.zeros(len(slots), dtype=np.bool_)) if r in delegable else None
+                )
                 continue
             alloc = table.alloc[slots, col]
-            checked.append((alloc, amount > alloc - table.req[slots, col]))
+            short = amount > alloc - table.req[slots, col]
+            if r in delegable:
+                short &= alloc > 0
+            checked.append((alloc, short))
         if not too_many.any() and all(c is not None and not c[1].any() for c in checked):
             return BatchFilterResult(np.ones(len(slots), dtype=np.bool_))  # the common cycle
         bits = too_many.astype(np.int64)
@@ -272,10 +309,16 @@ class NodeResourcesFit(
         def node_fits(pod: PodInfo, old: Any, new: Any) -> Any:
             if not isinstance(new, NodeInfo):
                 return QUEUE
-            ok = all(new.allocatable.get(r, 0) >= v for r, v in self._checked(pod))
+            wanted = self._checked(pod)
+            delegable = self._delegable(wanted)
+            ok = all(
+                new.allocatable.get(r, 0) >= v
+                or (r in delegable and new.allocatable.get(r, 0) <= 0)
+                for r, v in wanted
+            )
             return QUEUE if ok else SKIP
 
-        return [
+        events = [
             event(
                 EventResource.ASSIGNED_POD,
                 ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN,
@@ -285,12 +328,43 @@ class NodeResourcesFit(
                 EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE, node_fits
             ),
         ]
+        if self._classes is not None:
+            # a pod may wait for a class that backs its extended resource
+            events.append(
+                event(
+                    EventResource.DEVICE_CLASS,
+                    ActionType.ADD | ActionType.UPDATE,
+                    _class_backs_pod_resource,
+                )
+            )
+        return events
 
     # ------------------------------------------------------------ sign
     def sign_pod(self, pod: PodInfo) -> tuple[tuple[SignFragment, ...], Status]:
-        """upstream Fit.SignPod: the pod's resource requests, overhead included
-        (extended resources backed by dynamic resource allocation are not modelled)."""
+        """upstream Fit.SignPod: the pod's resource requests, overhead included; no
+        signature for a pod requesting an extended resource a DeviceClass backs."""
+        classes = self._classes
+        if classes and any(
+            v and classes.device_class(r) is not None for r, v in pod.requests.items()
+        ):
+            return (), Status.unschedulable(SIGNATURE_DISABLED)
         return ((signature.RESOURCES, signature.resources_signer(pod)),), Status.success()
+
+
+def _class_backs_pod_resource(pod: PodInfo, old: Any, new: Any) -> Any:
+    """isSchedulableAfterDeviceClassEvent: a class added under the implicit name of a
+    resource the pod requests, or one whose extendedResourceName (new or changed) the
+    pod requests."""
+    if not isinstance(new, DeviceClassRecord):
+        return QUEUE
+    if isinstance(old, DeviceClassRecord):
+        if old.extended_resource_name == new.extended_resource_name:
+            return SKIP
+    elif DEVICE_CLASS_PREFIX + new.name in pod.requests:
+        return QUEUE  # (a class's name never changes: only an added one is new here)
+    if new.extended_resource_name and new.extended_resource_name in pod.requests:
+        return QUEUE
+    return SKIP
 
 
 def _broken_linear(util: IntArray, shape: tuple[UtilizationShapePoint, ...]) -> IntArray:
@@ -317,4 +391,9 @@ def _broken_linear(util: IntArray, shape: tuple[UtilizationShapePoint, ...]) -> 
 
 
 def new(args: NodeResourcesFitArgs | None, handle: Handle) -> NodeResourcesFit:
-    return NodeResourcesFit(args or NodeResourcesFitArgs())
+    # the DRA device state's resolver when the DynamicResourceAllocation gate is on
+    resolver = getattr(handle.device_state, "class_resolver", None)
+    return NodeResourcesFit(
+        args or NodeResourcesFitArgs(),
+        resolver if isinstance(resolver, DeviceClassResolver) else None,
+    )
