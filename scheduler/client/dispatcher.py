@@ -503,6 +503,28 @@ class Dispatcher:
         )  # fmt: skip
         return response.body
 
+    async def create_resource_claim(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        """POST a ResourceClaim (the claim DynamicResources makes for a pod's extended
+        resources backed by DRA; its name generated from metadata.generateName). Not
+        sent again after a transport failure: a second create would make a second
+        claim. Fenced as a bind is."""
+        namespace = raw["metadata"]["namespace"]
+        body = {**raw, "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim"}
+        path = f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims"
+        response = await self.call(
+            "create", "resourceclaims", "POST", path, body=body, fenced=True
+        )
+        return response.body
+
+    async def delete_resource_claim(self, namespace: str, name: str) -> dict[str, Any]:
+        """DELETE a ResourceClaim (the scheduler's own claim for extended resources, made
+        in an earlier cycle or in a PreBind that failed). Raises NotFound when gone."""
+        path = f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims/{name}"
+        response = await self.call(
+            "delete", "resourceclaims", "DELETE", path, fenced=True, idempotent=True
+        )
+        return response.body
+
     async def unreserve_resource_claim(
         self, namespace: str, name: str, claim_uid: str, pod_uid: str
     ) -> dict[str, Any]:

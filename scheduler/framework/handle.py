@@ -73,13 +73,19 @@ class VolumeAPI(Protocol):
 
 class ResourceClaimAPI(Protocol):
     """The calls DynamicResources' PreBind makes (upstream: ResourceClaims().Get, Update,
-    UpdateStatus). Each returns the object as stored."""
+    UpdateStatus; for extended resources backed by DRA also Create and Delete, and the
+    pod's status patch). Each returns the object as stored."""
 
     async def get_resource_claim(self, namespace: str, name: str) -> dict[str, Any]: ...
     async def update_resource_claim(self, raw: Mapping[str, Any]) -> dict[str, Any]: ...
     async def update_resource_claim_status(self, raw: Mapping[str, Any]) -> dict[str, Any]: ...
     async def unreserve_resource_claim(
         self, namespace: str, name: str, claim_uid: str, pod_uid: str
+    ) -> dict[str, Any]: ...
+    async def create_resource_claim(self, raw: Mapping[str, Any]) -> dict[str, Any]: ...
+    async def delete_resource_claim(self, namespace: str, name: str) -> dict[str, Any]: ...
+    async def patch_pod_status(
+        self, namespace: str, name: str, patch: dict[str, Any]
     ) -> dict[str, Any]: ...
 
 
@@ -206,6 +212,17 @@ class _NoResourceClaimAPI:
 
     async def unreserve_resource_claim(
         self, namespace: str, name: str, claim_uid: str, pod_uid: str
+    ) -> dict[str, Any]:
+        raise RuntimeError("no resource claim API configured on the framework handle")
+
+    async def create_resource_claim(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        raise RuntimeError("no resource claim API configured on the framework handle")
+
+    async def delete_resource_claim(self, namespace: str, name: str) -> dict[str, Any]:
+        raise RuntimeError("no resource claim API configured on the framework handle")
+
+    async def patch_pod_status(
+        self, namespace: str, name: str, patch: dict[str, Any]
     ) -> dict[str, Any]:
         raise RuntimeError("no resource claim API configured on the framework handle")
 

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler.model.container_requests import ContainerRequests, container_requests
 from scheduler.model.errors import InvalidObject
 from scheduler.model.json_fields import (
     Problems,
@@ -138,6 +139,9 @@ class PodInfo:
     labels: Mapping[str, str] = field(default_factory=dict)
     resource_version: str = ""
     requests: ResourceVector = field(default_factory=dict)
+    # per container (init containers first), for extended resources backed by DRA;
+    # empty unless some container requests a domain-qualified resource
+    container_requests: tuple[ContainerRequests, ...] = ()
     non_zero_cpu: int = DEFAULT_MILLI_CPU_REQUEST
     non_zero_memory: int = DEFAULT_MEMORY_REQUEST
     # the pod's cpu/memory as NodeResourcesFit's score counts an incoming pod: non-zero
@@ -260,6 +264,7 @@ _SCHEDULING_FIELDS = (
     "scheduler_name",
     "scheduling_gates",
     "requests",
+    "container_requests",
     "non_zero_cpu",
     "non_zero_memory",
     "fit_score_cpu",
@@ -443,7 +448,8 @@ def _scheduling_part(
         status = {}
     containers = [c for c in problems.objects(spec.get("containers"), "spec.containers")]
     inits = [c for c in problems.objects(spec.get("initContainers"), "spec.initContainers")]
-    resources = pod_requests(resource_inputs(spec, status, found))
+    inputs = resource_inputs(spec, status, found)
+    resources = pod_requests(inputs)
 
     port_sources = [(c, f"spec.containers[{i}]") for i, c in enumerate(containers)]
     port_sources += [
@@ -529,6 +535,7 @@ def _scheduling_part(
         "scheduler_name": str(spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME),
         "scheduling_gates": gates,
         "requests": resources.requests,
+        "container_requests": container_requests(inputs),
         "non_zero_cpu": resources.non_zero_cpu,
         "non_zero_memory": resources.non_zero_memory,
         "fit_score_cpu": resources.fit_score_cpu,

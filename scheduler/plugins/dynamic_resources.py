@@ -17,9 +17,22 @@ the devices' binding conditions, if any (dra/binding_conditions.py).
 
 PostFilter deallocates a claim that is allocated where the pod cannot go and reserved
 for nobody (its write runs in the background). The messages are upstream's, word for
-word. Not here yet (docs/plans/dra.md): extended resources backed by devices,
-the BindingConditionsPending event, the configuration of the filter and binding
-timeouts (their defaults, 10 s and 600 s, are built in), and claims of pod groups.
+word.
+
+Extended resources backed by DRA (DRAExtendedResource, GA in v1.37.2; upstream's
+extendeddynamicresources.go): a pod that requests an extended resource some DeviceClass
+backs gets one more claim, the scheduler's own, after its user claims. PreFilter finds
+it if an earlier cycle wrote it, else holds it in memory without requests; Filter gives
+each node a copy with a device request per container for the resources the node leaves
+to DRA (dra/extended_requests.py), allocated with the user claims; a claim from an
+earlier cycle fails every node, and PostFilter deletes it. PreBind creates the node's
+copy, allocates and reserves it as any claim, then records in the pod's
+status.extendedResourceClaimStatus which request serves which container; Unreserve
+deletes a claim it had written.
+
+Not here yet (docs/plans/dra.md): the BindingConditionsPending event, the configuration
+of the filter and binding timeouts (their defaults, 10 s and 600 s, are built in), and
+claims of pod groups.
 """
 
 from __future__ import annotations
@@ -50,6 +63,19 @@ from scheduler.dra.binding_conditions import (
 from scheduler.dra.claim_writes import ClaimWrites, claim_ref
 from scheduler.dra.device_state import DeviceState
 from scheduler.dra.diagnosis import request_reports
+from scheduler.dra.extended_claim import (
+    ResourceDoesNotFit,
+    dra_extended_requests,
+    find_extended_claim,
+    for_node,
+    has_class_mapped_resource,
+    has_requests,
+    in_memory_claim,
+    is_in_memory,
+    node_extended_resources,
+)
+from scheduler.dra.extended_claim_writes import ExtendedClaimWrites
+from scheduler.dra.extended_requests import RequestMapping, requests_and_mappings
 from scheduler.dra.pod_claims import ClaimNotUsable, pod_claims, reserved_for_pod
 from scheduler.dra.pools import Node
 from scheduler.dra.resources import AllocatedDevice, ClaimRecord, DeviceRequest
@@ -87,23 +113,54 @@ FIRST_AVAILABLE_MAX = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
 FILTER_TIMEOUT_SECONDS = 10.0
 
 
+@dataclass(frozen=True, slots=True)
+class _NodeAllocation:
+    """Filter's answer for one node (upstream nodeAllocation): the allocations of the
+    claims to allocate, in their order; the node's copy of the scheduler's claim for
+    extended resources and the pod's request mappings, if it has one."""
+
+    results: list[AllocationResult]
+    extended_claim: ClaimRecord | None = None
+    mappings: tuple[RequestMapping, ...] = ()
+
+
 @dataclass
 class _State:
     """Shared by every clone of the cycle state (upstream's Clone returns itself): Filter
     records each node's allocation on copies, Reserve reads it."""
 
+    # the user claims in spec order, then the scheduler's claim for extended resources
+    # (upstream's claimStore)
     claims: list[ClaimRecord] = field(default_factory=list)
+    user_claims: int = 0
+    # the extended resources the pod requests (upstream's podScalarResources), and the
+    # uid its claim had in PreFilter (the key of its pending allocation)
+    extended_requests: dict[str, int] = field(default_factory=dict)
+    extended_uid: str = ""
     # per claim: the node selector of its allocation (allocated claims only)
     available_on: list[NodeSelector | None] = field(default_factory=list)
     to_allocate: list[int] = field(default_factory=list)  # indexes of unallocated claims
     allocator: Allocator | None = None
-    node_allocations: dict[str, list[AllocationResult]] = field(default_factory=dict)
+    node_allocations: dict[str, _NodeAllocation] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
     # Reserve's choice per claim index, which PreBind writes
     allocations: dict[int, AllocationResult] = field(default_factory=dict)
 
     def clone(self) -> _State:
         return self
+
+    @property
+    def extended_index(self) -> int | None:
+        """The index of the scheduler's claim for extended resources, if there is one."""
+        return self.user_claims if len(self.claims) > self.user_claims else None
+
+    @property
+    def extended_claim(self) -> ClaimRecord | None:
+        index = self.extended_index
+        return self.claims[index] if index is not None else None
+
+
+_NO_ALLOCATION = _NodeAllocation([])
 
 
 def _with_allocation(claim: ClaimRecord, result: AllocationResult) -> ClaimRecord:
@@ -148,6 +205,7 @@ class DynamicResources(
         self.devices = state if isinstance(state, DeviceState) else DeviceState()
         self.selectors = SelectorCache()  # upstream: the plugin's celCache
         self.writes = ClaimWrites(handle.resource_claim_api, self.devices)
+        self.extended_writes = ExtendedClaimWrites(handle.resource_claim_api)
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # ---------------------------------------------------------------- PreEnqueue
@@ -189,17 +247,30 @@ class DynamicResources(
                 return problem
         return None
 
+    def _pre_filter_extended(self, pod: PodInfo, s: _State) -> ClaimRecord | None:
+        """preFilterExtendedResources: the scheduler's claim for the pod's extended
+        resources that a DeviceClass backs, as an earlier cycle wrote it or new in
+        memory; None when no class backs any of them."""
+        if not has_class_mapped_resource(pod, self.devices.class_resolver):
+            return None
+        s.extended_requests = dra_extended_requests(pod)
+        found = find_extended_claim(pod, self.devices.all_claims())
+        return found if found is not None else in_memory_claim(pod)
+
     def pre_filter(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot
     ) -> tuple[PreFilterResult | None, Status]:
         s = _State()
         state.write(_STATE_KEY, s)
-        if not pod.resource_claims:
-            return None, Status(Code.SKIP)
         try:
-            claims = pod_claims(pod, self.devices)
+            claims = pod_claims(pod, self.devices) if pod.resource_claims else []
         except ClaimNotUsable as exc:
             return None, Status.unresolvable(str(exc), plugin=self.name)
+        extended = self._pre_filter_extended(pod, s)
+        s.user_claims = len(claims)
+        if extended is not None:
+            claims.append(extended)
+            s.extended_uid = extended.uid
         if not claims:
             return None, Status(Code.SKIP)
         s.claims = claims
@@ -216,6 +287,8 @@ class DynamicResources(
                     f"resource claim {claim_ref(claim)} is in the process of being allocated",
                     plugin=self.name,
                 )
+            if index == s.extended_index:
+                continue  # no requests yet, or an earlier cycle's: Filter decides
             for request in claim.requests:
                 problem = self._request_problem(claim, request)
                 if problem is not None:
@@ -230,10 +303,44 @@ class DynamicResources(
         return None, Status.success()
 
     # ---------------------------------------------------------------- Filter
+    def _filter_extended(
+        self, s: _State, pod: PodInfo, view: NodeView
+    ) -> tuple[ClaimRecord | None, tuple[RequestMapping, ...], Status | None]:
+        """filterExtendedResources: the node's copy of the scheduler's claim with a
+        request for each resource the node leaves to DRA, and the pod's mappings; no
+        copy when there is no such claim, it is allocated, or the node's device plugins
+        cover everything and the pod has no user claim."""
+        claim = s.extended_claim
+        if claim is None:
+            return None, (), None
+        if has_requests(claim):
+            # written in an earlier cycle: fail here, PostFilter deletes it, then anew
+            return None, (), Status.unresolvable(
+                "cannot schedule extended resource claim", plugin=self.name
+            )
+        node = view.node
+        allocatable = node.allocatable if node is not None else {}
+        resolver = self.devices.class_resolver
+        try:
+            to_dra = node_extended_resources(s.extended_requests, allocatable, resolver)
+        except ResourceDoesNotFit as exc:
+            return None, (), Status.unresolvable(str(exc), plugin=self.name)
+        if s.user_claims == 0 and not to_dra:
+            return None, (), None
+        if claim.allocated:
+            return None, (), None
+        requests, mappings = requests_and_mappings(pod.container_requests, to_dra, resolver)
+        return for_node(claim, requests), tuple(mappings), None
+
     def filter(self, state: CycleState, pod: PodInfo, view: NodeView) -> Status:
         s: _State | None = state.get(_STATE_KEY)
         if s is None or not s.claims:
             return Status.success()
+        node_claim, mappings, problem = self._filter_extended(s, pod, view)
+        if problem is not None:
+            return problem
+        if node_claim is None and s.user_claims == 0:
+            return Status.success()  # the device plugins cover the extended resources
         unavailable = [
             i
             for i, selector in enumerate(s.available_on)
@@ -242,7 +349,10 @@ class DynamicResources(
         ]
         results: list[AllocationResult] | None = None
         if s.allocator is not None:
-            to_allocate = [s.claims[i] for i in s.to_allocate]
+            to_allocate = [
+                node_claim if i == s.extended_index and node_claim is not None else s.claims[i]
+                for i in s.to_allocate
+            ]
             deadline = time.monotonic() + FILTER_TIMEOUT_SECONDS
             try:
                 results = s.allocator.allocate(Node(view.name, view.labels), to_allocate, deadline)
@@ -261,7 +371,7 @@ class DynamicResources(
             s.unavailable.update(unavailable)
             return Status.unresolvable("resourceclaim not available on the node", plugin=self.name)
         if results is not None:
-            s.node_allocations[view.name] = results
+            s.node_allocations[view.name] = _NodeAllocation(results, node_claim, mappings)
         return Status.success()
 
     # ---------------------------------------------------------------- PostFilter
@@ -276,8 +386,13 @@ class DynamicResources(
         s: _State | None = state.get(_STATE_KEY)
         if s is None:
             return None, Status(Code.ERROR, ("not found",), self.name)
+        extended = s.extended_claim
         for index in sorted(s.unavailable):
             claim = s.claims[index]
+            if index == s.extended_index:
+                if not is_in_memory(claim):
+                    break  # an earlier cycle's claim: deleted below
+                continue
             if not claim.reserved_for or (
                 len(claim.reserved_for) == 1 and claim.reserved_for[0].uid == pod.uid
             ):
@@ -286,6 +401,12 @@ class DynamicResources(
                 # change arrives (its queueing hint: deallocated)
                 self._spawn(self.writes.deallocate(claim))
                 return None, Status.unschedulable("deallocation of ResourceClaim completed")
+        if extended is not None and not is_in_memory(extended):
+            # the scheduler's claim from an earlier cycle (Filter refused every node for
+            # it): deleted, in the background as the deallocation above; the pod is
+            # retried when the deletion of an allocated claim arrives
+            self._spawn(self.extended_writes.delete(extended))
+            return None, Status.unschedulable("deletion of ResourceClaim completed")
         return None, Status(Code.UNSCHEDULABLE)
 
     # ---------------------------------------------------------------- Score
@@ -295,9 +416,10 @@ class DynamicResources(
         s: _State | None = state.get(_STATE_KEY)
         if s is None or not s.claims:
             return 0, Status.success()
-        allocations = s.node_allocations.get(view.name)
-        if allocations is None:
+        node_allocation = s.node_allocations.get(view.name)
+        if node_allocation is None:
             return 0, Status.success()
+        allocations = node_allocation.results
         score = 0
         pending = iter(allocations)
         for claim in s.claims:
@@ -332,8 +454,13 @@ class DynamicResources(
         s: _State | None = state.get(_STATE_KEY)
         if s is None or not s.to_allocate or s.allocator is None:
             return Status.success()
-        results = s.node_allocations.get(node_name)
+        node_allocation = s.node_allocations.get(node_name)
+        results = node_allocation.results if node_allocation is not None else None
         if not results:
+            if all(i == s.extended_index for i in s.to_allocate):
+                # only the claim for extended resources, and the node's device plugins
+                # cover them: nothing to allocate
+                return Status.success()
             return Status.from_error(ValueError("claim allocation not found for node"), self.name)
         if len(results) != len(s.to_allocate):
             return Status.from_error(
@@ -345,19 +472,32 @@ class DynamicResources(
             )
         for index, result in zip(s.to_allocate, results, strict=True):
             s.allocations[index] = result
-            self.devices.signal_pending(_with_allocation(s.claims[index], result))
+            claim = s.claims[index]
+            if index == s.extended_index and node_allocation is not None:
+                # the node's copy, with its requests (keyed by the in-memory uid)
+                claim = node_allocation.extended_claim or claim
+            self.devices.signal_pending(_with_allocation(claim, result))
         return Status.success()
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         s: _State | None = state.get(_STATE_KEY)
         if s is None or not s.claims:
             return
-        for claim in s.claims:
+        for claim in s.claims[: s.user_claims]:
             if self.devices.remove_pending(claim.uid, force=False):
                 self.devices.restore(claim.key)
             if claim.allocated and reserved_for_pod(pod, claim):
                 # PreBind reserved it and a later step failed: take the reservation back
                 self._spawn(self.writes.unreserve(claim, pod))
+        extended = s.extended_claim
+        if extended is not None:
+            # unreserveExtendedResourceClaim: the pending allocation is keyed by the
+            # claim's uid in PreFilter; a claim PreBind (or an earlier cycle) wrote is
+            # deleted, so that no devices stay held for a pod not placed
+            if self.devices.remove_pending(s.extended_uid, force=False):
+                self.devices.restore(extended.key)
+            if not is_in_memory(extended):
+                self._spawn(self.extended_writes.delete(extended))
 
     def _spawn(self, work: Any) -> None:
         try:
@@ -373,24 +513,42 @@ class DynamicResources(
         s: _State | None = state.get(_STATE_KEY)
         if s is None or not s.claims:
             return Status.success()
-        written: list[int] = []
+        written: list[tuple[int, str]] = []  # (claim index, uid of its pending allocation)
         for index, claim in enumerate(s.claims):
             if reserved_for_pod(pod, claim):
                 continue
+            pending_uid = claim.uid
+            allocation = s.allocations.get(index)
+            extended = index == s.extended_index
+            if extended and allocation is None and not has_requests(claim):
+                continue  # the extended resources are the node's device plugins'
             try:
-                s.claims[index] = await self.writes.bind(claim, s.allocations.get(index), pod)
+                if extended and is_in_memory(claim):
+                    claim = await self._create_extended_claim(s, node_name)
+                    s.claims[index] = claim  # Unreserve deletes it from now on
+                s.claims[index] = await self.writes.bind(claim, allocation, pod)
+                if extended:
+                    mappings = s.node_allocations.get(node_name, _NO_ALLOCATION).mappings
+                    await self.extended_writes.record_in_pod(pod, s.claims[index], mappings)
             except Exception as exc:  # API errors included: the pod is retried
                 return Status.from_error(exc, self.name)
-            written.append(index)
+            written.append((index, pending_uid))
         if has_binding_conditions(s.claims):
             failed = await self._wait_for_binding_conditions(s)
             if failed is not None:
                 return failed
         # success: the written copies hold the devices now (upstream prebindSuccessCleanup)
-        for index in written:
+        for index, pending_uid in written:
             if index in s.allocations:
-                self.devices.remove_pending(s.claims[index].uid, force=True)
+                self.devices.remove_pending(pending_uid, force=True)
         return Status.success()
+
+    async def _create_extended_claim(self, s: _State, node_name: str) -> ClaimRecord:
+        """createExtendedResourceClaimInAPI: the node's copy Filter made, created."""
+        node_allocation = s.node_allocations.get(node_name)
+        if node_allocation is None or node_allocation.extended_claim is None:
+            raise ValueError(f"extended resource claim not found for node {node_name}")
+        return await self.extended_writes.create(node_allocation.extended_claim)
 
     @staticmethod
     def _binding_failed(claim: ClaimRecord) -> bool:

@@ -932,7 +932,7 @@ def test_dynamic_resource_allocation_gate_and_rbac_follow_one_value(tmp_path: Pa
         "resourceslices": {"get", "list", "watch"},
         "deviceclasses": {"get", "list", "watch"},
         "devicetaintrules": {"get", "list", "watch"},
-        "resourceclaims": {"get", "list", "watch", "update"},
+        "resourceclaims": {"get", "list", "watch", "update", "create", "delete"},
         "resourceclaims/status": {"update", "patch"},
     }
     # both gates: one flag, as kube-scheduler's --feature-gates takes them
