@@ -7,6 +7,8 @@ PreBind run against the real API server (tests/integration/test_dra_scheduling.p
 
 from __future__ import annotations
 
+import asyncio
+import copy
 from typing import Any
 
 from scheduler.dra.class_resolver import DEVICE_CLASS_PREFIX
@@ -16,6 +18,7 @@ from scheduler.dra.resources import claim_from_dict, device_class_from_dict, sli
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle
 from scheduler.framework.status import Code
+from scheduler.model.pod import pod_from_dict
 from scheduler.plugins.dynamic_resources import DynamicResources
 from scheduler.plugins.helpers import QUEUE, SKIP
 from scheduler.plugins.node_resources_fit import NodeResourcesFit, new
@@ -208,3 +211,126 @@ def test_device_class_events_queue_pods_asking_for_what_the_class_backs() -> Non
     assert not [
         e for e in new(None, Handle()).events_to_register() if "DeviceClass" in str(e.event)
     ]
+
+
+def test_user_claims_and_the_extended_claim_are_allocated_together() -> None:
+    state = _state({"n1": 2, "n3": 1})
+    state.set_claim(
+        claim_from_dict(
+            {
+                "metadata": {"name": "mine", "namespace": "default", "uid": "uid-mine"},
+                "spec": {"devices": {"requests": [{"name": "r", "exactly": {
+                    "deviceClassName": "gpu"}}]}},
+            }
+        )
+    )  # fmt: skip
+    plugin = DynamicResources(Handle(device_state=state))
+    raw = _pod(1).raw()
+    raw["spec"]["resourceClaims"] = [{"name": "x", "resourceClaimName": "mine"}]
+    info = pod_from_dict(raw)
+    cycle = CycleState()
+    assert plugin.pre_filter(cycle, info, None)[1].ok  # type: ignore[arg-type]
+    assert [c.name for c in cycle.get("DynamicResources").claims] == ["mine", IN_MEMORY_NAME]
+    assert plugin.filter(cycle, info, _view("n1")).ok  # two devices: one per claim
+    # n3's device plugin has the extended resource; its one device goes to the user claim
+    assert plugin.filter(cycle, info, _view("n3")).ok
+    assert not cycle.get("DynamicResources").node_allocations["n3"].extended_claim.requests
+    assert plugin.reserve(cycle, info, "n1").ok
+    assert len(state.pending) == 2
+
+
+class _FakeAPI:
+    """The API calls PreBind and the deletions make, answered as the API server would."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+        self.version = 1
+
+    def _stored(self, raw: Any) -> dict[str, Any]:
+        self.version += 1
+        out = copy.deepcopy(dict(raw))
+        out["metadata"]["resourceVersion"] = str(self.version)
+        return out
+
+    async def create_resource_claim(self, raw: Any) -> dict[str, Any]:
+        self.calls.append(("create", raw))
+        out = self._stored(raw)
+        out["metadata"].update(name=raw["metadata"]["generateName"] + "x1", uid="real-uid")
+        return out
+
+    async def update_resource_claim(self, raw: Any) -> dict[str, Any]:
+        self.calls.append(("update", raw))
+        return self._stored(raw)
+
+    async def update_resource_claim_status(self, raw: Any) -> dict[str, Any]:
+        self.calls.append(("status", raw))
+        return self._stored(raw)
+
+    async def get_resource_claim(self, namespace: str, name: str) -> dict[str, Any]:
+        raise AssertionError("no conflict here")
+
+    async def delete_resource_claim(self, namespace: str, name: str) -> dict[str, Any]:
+        self.calls.append(("delete", name))
+        return {}
+
+    async def patch_pod_status(self, namespace: str, name: str, patch: Any) -> dict[str, Any]:
+        self.calls.append(("pod", patch))
+        return {}
+
+    async def unreserve_resource_claim(self, *args: Any) -> dict[str, Any]:
+        raise AssertionError("not reserved")
+
+
+def test_prebind_creates_allocates_and_reserves_the_claim_then_records_it_in_the_pod() -> None:
+    state = _state({"n1": 1})
+    api = _FakeAPI()
+    plugin = DynamicResources(Handle(device_state=state, resource_claim_api=api))
+    cycle, pod = _cycle(plugin, _pod(1))
+    temporary = cycle.get("DynamicResources").claims[0].uid
+    assert plugin.filter(cycle, pod, _view("n1")).ok
+    assert plugin.reserve(cycle, pod, "n1").ok
+    assert asyncio.run(plugin.pre_bind(cycle, pod, "n1")).ok
+    [create, finalizer, status, patch] = api.calls
+    sent = create[1]["metadata"]
+    assert "name" not in sent and "uid" not in sent
+    assert sent["generateName"] == "p-extended-resources-"
+    assert create[1]["spec"]["devices"]["requests"][0]["name"] == "container-0-request-0"
+    assert finalizer[1]["metadata"]["finalizers"] == ["resource.kubernetes.io/delete-protection"]
+    assert status[1]["status"]["reservedFor"] == [
+        {"resource": "pods", "name": "p", "uid": "pod-uid"}
+    ]
+    [result] = status[1]["status"]["allocation"]["devices"]["results"]
+    assert (result["request"], result["pool"], result["device"]) == (
+        "container-0-request-0",
+        "n1",
+        "d0",
+    )
+    assert patch[1] == {
+        "status": {
+            "extendedResourceClaimStatus": {
+                "requestMappings": [
+                    {
+                        "containerName": "c0",
+                        "resourceName": GPU,
+                        "requestName": "container-0-request-0",
+                    }
+                ],
+                "resourceClaimName": "p-extended-resources-x1",
+            }
+        }
+    }
+    # the pending allocation under the temporary uid is gone; the written claim holds it
+    assert state.pending_allocation(temporary) is None
+    assert state.holders() == {(DRIVER, "n1", "d0"): 1}
+
+    # a later failure: Unreserve deletes the claim it wrote
+    async def unreserve() -> None:
+        plugin.unreserve(cycle, pod, "n1")
+        await asyncio.gather(*plugin._tasks)
+
+    asyncio.run(unreserve())
+    assert api.calls[-2:] == [
+        ("update", api.calls[-2][1]),
+        ("delete", "p-extended-resources-x1"),
+    ]
+    assert api.calls[-2][1]["metadata"]["finalizers"] == []
