@@ -13,7 +13,7 @@ from typing import Any
 from scheduler.client.connection import Connection
 from scheduler.dra.device_state import DeviceState
 from scheduler.dra_informers import dra_informers
-from tests.kube import ClusterHandle
+from tests.kube import ClusterHandle, wait_for
 
 RESOURCE = "/apis/resource.k8s.io/v1"
 
@@ -46,3 +46,44 @@ def cluster_scoped(cluster: ClusterHandle, *paths: str) -> Iterator[None]:
         for path in paths:
             with contextlib.suppress(AssertionError):
                 cluster.api("DELETE", f"{RESOURCE}/{path}")
+
+
+def publish_devices(
+    cluster: ClusterHandle,
+    driver: str,
+    node: str,
+    devices: int,
+    attributes: dict[str, Any] | None = None,
+) -> None:
+    """What a DRA driver on `node` would publish: one pool named after the node, one
+    slice `<node>-gpus` with devices gpu-0.. carrying `attributes`."""
+    cluster.api(
+        "POST",
+        f"{RESOURCE}/resourceslices",
+        {
+            "metadata": {"name": f"{node}-gpus"},
+            "spec": {
+                "driver": driver,
+                "nodeName": node,
+                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                "devices": [
+                    {"name": f"gpu-{i}", **({"attributes": attributes} if attributes else {})}
+                    for i in range(devices)
+                ],
+            },
+        },
+    )
+
+
+def pending_message(cluster: ClusterHandle, namespace: str, name: str) -> str:
+    """The message of the pod's PodScheduled=False condition, once written."""
+
+    def refused() -> str | None:
+        pod = cluster.get_pod(namespace, name)
+        for c in (pod or {}).get("status", {}).get("conditions") or []:
+            if c["type"] == "PodScheduled" and c["status"] == "False" and c.get("message"):
+                return str(c["message"])
+        return None
+
+    message: str = wait_for(refused, timeout=60, what=f"{name}'s PodScheduled condition")
+    return message

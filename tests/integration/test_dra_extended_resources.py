@@ -21,7 +21,7 @@ import pytest
 
 from kas_dev.cluster.nodes import NodeGroup
 from tests.contenders import CONTENDERS, Scheduler, contender_on_cluster
-from tests.dra_cluster import RESOURCE
+from tests.dra_cluster import RESOURCE, pending_message, publish_devices
 from tests.kube import ClusterHandle, pod_manifest, wait_for
 
 pytestmark = pytest.mark.cluster
@@ -48,22 +48,6 @@ def env(
         NodeGroup(count=4, name_prefix="ext"),
         [{"schedulerName": SCHED}],
         [GATE],
-    )
-
-
-def _publish(cluster: ClusterHandle, node: str, devices: int) -> None:
-    cluster.api(
-        "POST",
-        f"{RESOURCE}/resourceslices",
-        {
-            "metadata": {"name": f"{node}-gpus"},
-            "spec": {
-                "driver": DRIVER,
-                "nodeName": node,
-                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-                "devices": [{"name": f"gpu-{i}"} for i in range(devices)],
-            },
-        },
     )
 
 
@@ -94,18 +78,6 @@ def _node_of(cluster: ClusterHandle, name: str) -> str:
     return node
 
 
-def _pending_message(cluster: ClusterHandle, name: str) -> str:
-    def refused() -> str | None:
-        pod = cluster.get_pod(NS, name)
-        for c in (pod or {}).get("status", {}).get("conditions") or []:
-            if c["type"] == "PodScheduled" and c["status"] == "False" and c.get("message"):
-                return str(c["message"])
-        return None
-
-    message: str = wait_for(refused, timeout=60, what=f"{name}'s PodScheduled condition")
-    return message
-
-
 def _claim_of(cluster: ClusterHandle, pod_name: str) -> dict[str, Any]:
     items = cluster.api("GET", f"{RESOURCE}/namespaces/{NS}/resourceclaims")["items"]
     [claim] = [
@@ -121,8 +93,8 @@ def test_extended_resources_get_devices_through_the_schedulers_own_claim(
 ) -> None:
     cluster, _ = env
     nodes = sorted(n["metadata"]["name"] for n in cluster.api("GET", "/api/v1/nodes")["items"])
-    _publish(cluster, nodes[0], 1)
-    _publish(cluster, nodes[1], 2)
+    publish_devices(cluster, DRIVER, nodes[0], 1)
+    publish_devices(cluster, DRIVER, nodes[1], 2)
     cluster.api(
         "POST",
         f"{RESOURCE}/deviceclasses",
@@ -189,4 +161,4 @@ def test_extended_resources_get_devices_through_the_schedulers_own_claim(
 
     # more than any node has: the same words from both schedulers
     cluster.create_pod(NS, _pod("many", 3))
-    assert _pending_message(cluster, "many") == TOO_MANY
+    assert pending_message(cluster, NS, "many") == TOO_MANY

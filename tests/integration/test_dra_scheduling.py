@@ -20,7 +20,7 @@ import pytest
 
 from kas_dev.cluster.nodes import NodeGroup
 from tests.contenders import CONTENDERS, Scheduler, contender_on_cluster
-from tests.dra_cluster import RESOURCE
+from tests.dra_cluster import RESOURCE, pending_message, publish_devices
 from tests.kube import ClusterHandle, pod_manifest, wait_for
 from tests.scheduler_process import SchedulerProcess
 
@@ -46,26 +46,6 @@ def env(
     )
 
 
-def _publish(cluster: ClusterHandle, node: str, devices: int) -> None:
-    """What a DRA driver on `node` would publish: one pool, one slice."""
-    cluster.api(
-        "POST",
-        f"{RESOURCE}/resourceslices",
-        {
-            "metadata": {"name": f"{node}-gpus"},
-            "spec": {
-                "driver": DRIVER,
-                "nodeName": node,
-                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-                "devices": [
-                    {"name": f"gpu-{i}", "attributes": {"model": {"string": "a100"}}}
-                    for i in range(devices)
-                ],
-            },
-        },
-    )
-
-
 def _pod(name: str) -> dict[str, Any]:
     manifest = pod_manifest(name, scheduler_name=SCHED)
     manifest["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
@@ -85,18 +65,6 @@ NO_DEVICE = (
 )
 
 
-def _pending_message(cluster: ClusterHandle, name: str) -> str:
-    def refused() -> str | None:
-        pod = cluster.get_pod(NS, name)
-        for c in (pod or {}).get("status", {}).get("conditions") or []:
-            if c["type"] == "PodScheduled" and c["status"] == "False" and c.get("message"):
-                return str(c["message"])
-        return None
-
-    message: str = wait_for(refused, timeout=60, what=f"{name}'s PodScheduled condition")
-    return message
-
-
 def test_claim_templates_get_devices_where_they_are_and_the_last_pod_is_told_why(
     env: tuple[ClusterHandle, Scheduler],
 ) -> None:
@@ -104,7 +72,7 @@ def test_claim_templates_get_devices_where_they_are_and_the_last_pod_is_told_why
     nodes = sorted(n["metadata"]["name"] for n in cluster.api("GET", "/api/v1/nodes")["items"])
     with_gpus = {nodes[0]: 1, nodes[1]: 2}
     for node, count in with_gpus.items():
-        _publish(cluster, node, count)
+        publish_devices(cluster, DRIVER, node, count, {"model": {"string": "a100"}})
     cluster.api(
         "POST",
         f"{RESOURCE}/deviceclasses",
@@ -171,7 +139,7 @@ def test_claim_templates_get_devices_where_they_are_and_the_last_pod_is_told_why
     placed = wait_for(two_bound, timeout=90, what="two pods with claims bound")
     assert sorted(n for n in placed.values() if n) == [nodes[1], nodes[1]]
     waiting = next(name for name, node in placed.items() if not node)
-    assert _pending_message(cluster, waiting) == NO_DEVICE
+    assert pending_message(cluster, NS, waiting) == NO_DEVICE
 
     # the rule is lifted: the device is back, the waiting pod gets it
     cluster.api("DELETE", f"{RESOURCE}/devicetaintrules/maintenance")
@@ -202,7 +170,7 @@ def test_claim_templates_get_devices_where_they_are_and_the_last_pod_is_told_why
     # every device is taken: the fourth pod stays pending, with upstream's words
     cluster.create_pod(NS, _pod("p3"))
 
-    assert _pending_message(cluster, "p3") == NO_DEVICE
+    assert pending_message(cluster, NS, "p3") == NO_DEVICE
 
     # explain (this scheduler only): per node, the request and where its devices went
     if isinstance(sched, SchedulerProcess):
