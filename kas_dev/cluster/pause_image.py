@@ -12,13 +12,13 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import subprocess
 import tarfile
 from pathlib import Path
 
 from kas_dev.cluster.binaries import cache_root
 from kas_dev.cluster.errors import ClusterError
+from kas_dev.cluster.go_build import build
 
 # the name containerd's CRI is told to use for sandboxes; "kas.local" says it was built here
 PAUSE_IMAGE = "kas.local/pause:1"
@@ -78,19 +78,7 @@ def pause_binary() -> Path:
     src.mkdir(parents=True, exist_ok=True)
     (src / "main.go").write_text(_PAUSE_GO)
     (src / "go.mod").write_text(_GO_MOD)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-buildvcs=false"}
-    proc = subprocess.run(
-        ["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(tmp), "."],
-        cwd=src,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode != 0:
-        raise ClusterError(f"building the pause binary failed: {proc.stderr.strip()[:500]}")
-    tmp.rename(out)
+    build(src, out, "the pause binary")
     return out
 
 

@@ -135,7 +135,8 @@ def is_real_node_cluster(cluster_dir: Path) -> bool:
     return (cluster_dir / STATE_FILE).is_file()
 
 
-def _track(cluster: LocalCluster, name: str, pid: int, binary: str) -> None:
+def track(cluster: LocalCluster, name: str, pid: int, binary: str) -> None:
+    """Record a process started for this cluster, so that `down` stops it."""
     st = cluster.state
     assert st is not None
     st.pids[name] = pid
@@ -144,7 +145,8 @@ def _track(cluster: LocalCluster, name: str, pid: int, binary: str) -> None:
     cluster._save_state()
 
 
-def _wait(what: str, ready: Any, pid: int, binary: str, log: Path, timeout: float) -> None:
+def wait_started(what: str, ready: Any, pid: int, binary: str, log: Path, timeout: float) -> None:
+    """Until `ready()`; fails as soon as the process is gone, naming its log."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not process.is_running(pid, binary):
@@ -226,8 +228,8 @@ def _start_kube_scheduler(cluster: LocalCluster, bin_dir: Path) -> None:
         *cluster.feature_gate_args(),
     ]
     pid = process.start("kube-scheduler", argv, cluster.log_dir)
-    _track(cluster, "kube-scheduler", pid, str(binary))
-    _wait(
+    track(cluster, "kube-scheduler", pid, str(binary))
+    wait_started(
         "kube-scheduler",
         lambda: port_in_use(port),
         pid,
@@ -254,14 +256,14 @@ def _start_containerd(
     cfg.write_text(containerd_config(node, cni_bin, runc))
     log = cluster.log_dir / f"{node.containerd_name}.log"
     pid = process.start(node.containerd_name, [containerd, "--config", str(cfg)], cluster.log_dir)
-    _track(cluster, node.containerd_name, pid, containerd)
+    track(cluster, node.containerd_name, pid, containerd)
 
     def serving() -> bool:
         if not os.path.exists(node.socket):
             return False
         return _ctr(ctr, node, "version", check=False).returncode == 0
 
-    _wait(node.containerd_name, serving, pid, containerd, log, 60.0)
+    wait_started(node.containerd_name, serving, pid, containerd, log, 60.0)
     _ctr(ctr, node, "-n", "k8s.io", "images", "import", str(archive))
 
 
@@ -289,12 +291,12 @@ def _tool_path(d: Path) -> str:
 
 def _start_kubelet(cluster: LocalCluster, node: RealNode, kubelet: Path) -> None:
     d = Path(node.dir)
-    kd = d / "kubelet"
+    kd = node.kubelet_dir
     (kd / "pki").mkdir(parents=True, exist_ok=True)
     (d / "pod-logs").mkdir(parents=True, exist_ok=True)
     cert, key = kd / "pki" / "node.crt", kd / "pki" / "node.key"
     issue_node_cert(cluster.pki_dir, node.name, cert, key)
-    kubeconfig = kd / "kubeconfig"
+    kubeconfig = node.kubelet_kubeconfig
     kubeconfig.write_text(node_kubeconfig(cluster.api_url, cluster.ca_file, cert, key))
     kubeconfig.chmod(0o600)
     host_footprint.create_cgroup_root(node.cgroup_root)
@@ -306,16 +308,16 @@ def _start_kubelet(cluster: LocalCluster, node: RealNode, kubelet: Path) -> None
             str(kubelet),
             f"--config={cfg}",
             f"--kubeconfig={kubeconfig}",
-            f"--root-dir={kd / 'root'}",
+            f"--root-dir={node.kubelet_root_dir}",
             f"--cert-dir={kd / 'pki'}",
             f"--hostname-override={node.name}",
             f"--node-labels={REAL_NODE_LABEL}=true",
             "-v=1",
         ]
         pid = process.start(node.kubelet_name, argv, cluster.log_dir, env={"PATH": _tool_path(d)})
-        _track(cluster, node.kubelet_name, pid, str(kubelet))
+        track(cluster, node.kubelet_name, pid, str(kubelet))
         try:
-            _wait(node.kubelet_name, lambda: _healthy(node), pid, str(kubelet), log, 120.0)
+            wait_started(node.kubelet_name, lambda: _healthy(node), pid, str(kubelet), log, 120.0)
             return
         except ClusterError as exc:
             # free_port() releases the port before the kubelet binds it: another cluster
@@ -371,6 +373,8 @@ def teardown(cluster: LocalCluster) -> list[str]:
 
     for node in nodes:
         stop(node.kubelet_name)
+        # a DRA driver beside it (kas_dev/cluster/dra_driver.py), once nothing calls it
+        stop(node.dra_driver_name)
     for node in nodes:
         # the pods' processes (pause and containers), then the shims serving our socket
         host_footprint.kill_cgroup_processes(node.cgroup_root)

@@ -34,6 +34,26 @@ class RealNode:
     def kubelet_name(self) -> str:
         return f"kubelet-{self.name}"
 
+    @property
+    def dra_driver_name(self) -> str:
+        return f"dra-driver-{self.name}"
+
+    @property
+    def kubelet_dir(self) -> Path:
+        """The kubelet's folder: its configuration, credentials and root directory."""
+        return Path(self.dir) / "kubelet"
+
+    @property
+    def kubelet_root_dir(self) -> Path:
+        """The kubelet's --root-dir (upstream's /var/lib/kubelet): pods' volumes, and the
+        plugins_registry folder where node plugins (DRA drivers) register."""
+        return self.kubelet_dir / "root"
+
+    @property
+    def kubelet_kubeconfig(self) -> Path:
+        """The kubelet's credentials (system:node:<name>)."""
+        return self.kubelet_dir / "kubeconfig"
+
 
 def containerd_config(node: RealNode, cni_bin: str, runc: str) -> str:
     d = Path(node.dir)

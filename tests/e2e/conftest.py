@@ -42,22 +42,36 @@ class RealCluster:
 
 
 @pytest.fixture(scope="session")
-def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
+def real_node_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
+    """The cluster with its real node (containerd, kubelet) and the kwok nodes, without
+    the scheduler's image: what tests that run only the pause image need."""
     require(missing_for_real_node())
     # a short path: containerd's socket lives in it (unix sockets allow 108 bytes)
     local = LocalCluster(tmp_path_factory.mktemp("e2e") / "c")
     local.up(KWOK_NODES, real_nodes=1)
     try:
-        proc = subprocess.run(
-            ["bash", str(ROOT / "hack" / "build-image.sh"), "--import", str(local.dir)],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=1500,
-        )
-        assert proc.returncode == 0, f"hack/build-image.sh failed:\n{proc.stderr[-3000:]}"
         (node,) = realnode.nodes_of(local.dir)
         yield RealCluster(ClusterHandle(local), local, node.name)
     finally:
         prometheus.stop(local)
         local.down()
+
+
+@pytest.fixture(scope="session")
+def real_cluster(real_node_cluster: RealCluster) -> RealCluster:
+    """The same cluster with the image built from the Dockerfile in the real node's
+    containerd (hack/build-image.sh, cached by source content)."""
+    proc = subprocess.run(
+        [
+            "bash",
+            str(ROOT / "hack" / "build-image.sh"),
+            "--import",
+            str(real_node_cluster.local.dir),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
+    assert proc.returncode == 0, f"hack/build-image.sh failed:\n{proc.stderr[-3000:]}"
+    return real_node_cluster

@@ -9,10 +9,8 @@ CI runs a fixed slice of seeds; `KAS_DRA_ORACLE_SEEDS=0:5000` runs more.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from fractions import Fraction
@@ -21,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from kas_dev.cluster.errors import ClusterError
+from kas_dev.cluster.go_build import build_cached
 from scheduler.dra.allocation_json import allocation_to_api
 from scheduler.dra.allocator import AllocatedState, AllocationError, AllocationResult, Allocator
 from scheduler.dra.pools import Node
@@ -31,7 +31,6 @@ from tests.unit.dra.scenarios import scenario
 
 ROOT = Path(__file__).resolve().parents[3]
 ORACLE_SOURCE = ROOT / "hack" / "dra-oracle"
-CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kube-async-scheduler"
 
 
 def _seeds() -> range:
@@ -41,19 +40,10 @@ def _seeds() -> range:
 
 @pytest.fixture(scope="module")
 def oracle() -> Iterator[subprocess.Popen[str]]:
-    go = shutil.which("go")
-    if go is None:
-        pytest.fail("the DRA oracle needs the Go toolchain (hack/install-binaries.sh uses it)")
-    digest = hashlib.sha256()
-    for name in ("go.mod", "go.sum", "main.go"):
-        digest.update((ORACLE_SOURCE / name).read_bytes())
-    binary = CACHE / "bin" / f"dra-oracle-{digest.hexdigest()[:16]}"
-    if not binary.exists():
-        binary.parent.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=mod"}
-        subprocess.run(
-            [go, "build", "-o", str(binary), "."], cwd=ORACLE_SOURCE, env=env, check=True
-        )
+    try:
+        binary = build_cached(ORACLE_SOURCE, "dra-oracle")
+    except ClusterError as exc:
+        pytest.fail(f"the DRA oracle could not be built: {exc}")
     process = subprocess.Popen(
         [str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
