@@ -173,7 +173,33 @@ class Allocator:
         """`deadline` (time.monotonic()): past it the search stops with
         AllocationTimedOut, as upstream's allocateOne stops on its context's deadline
         (DRASchedulerFilterTimeout)."""
-        return _Run(self, node, claims, deadline).run()
+        found = self.search(node, claims, deadline)
+        return found.results() if found is not None else None
+
+    def search(
+        self, node: Node, claims: Sequence[ClaimRecord], deadline: float | None = None
+    ) -> FoundAllocation | None:
+        """`allocate`, with the results built only when asked for: Filter searches every
+        node and Reserve reads one node's results (building them for each node was a
+        fifth of a Filter). Every error `allocate` raises is raised here."""
+        run = _Run(self, node, claims, deadline)
+        return FoundAllocation(run) if run.search() else None
+
+
+class FoundAllocation:
+    """A successful search; `results()` builds the AllocationResults once."""
+
+    __slots__ = ("_built", "_run")
+
+    def __init__(self, run: _Run) -> None:
+        self._run: _Run | None = run
+        self._built: list[AllocationResult] = []
+
+    def results(self) -> list[AllocationResult]:
+        if self._run is not None:
+            self._built = self._run.build()
+            self._run = None
+        return self._built
 
 
 class AllocationTimedOut(AllocationError):
@@ -196,10 +222,11 @@ class _Run:
         self.allocating_capacity: dict[DeviceID, dict[str, Fraction]] = {}
         self.results: list[list[_Internal]] = [[] for _ in claims]
         self.pools: Sequence[Pool] = ()
+        self.node_selectors: list[Mapping[str, Any] | None] = []
 
     # --- setup (Allocate) ------------------------------------------------------------
 
-    def run(self) -> list[AllocationResult] | None:
+    def search(self) -> bool:
         self.pools = self.a.slices.pools_for(self.node)
         for ci, claim in enumerate(self.claims):
             per_claim = 0
@@ -247,7 +274,20 @@ class _Run:
         if not done:
             if any(p.invalid for p in self.pools):
                 raise AllocationError("invalid resource pools were encountered", on_node=True)
-            return None
+            return False
+        # the node selectors now: building one can fail, which is Filter's error
+        # what only the search needed goes now: Filter keeps a found allocation per
+        # node until the cycle ends, and the collector walks whatever is kept
+        self.matches = {}
+        self.allocating = {}
+        self.allocating_capacity = {}
+        self.consumed_counters = {}
+        self.node_selectors = [
+            self._node_selector(self.results[ci]) for ci in range(len(self.claims))
+        ]
+        return True
+
+    def build(self) -> list[AllocationResult]:
         return [self._result(ci) for ci in range(len(self.claims))]
 
     def _validate(
@@ -377,6 +417,9 @@ class _Run:
                 undo()
             return ok
         admin = bool(request.admin_access)
+        # _in_use, inlined: this loop visits every device of the node for every pod
+        held = self.a.allocated.devices
+        allocating = self.allocating
         for pi in range(start[0], len(self.pools)):
             pool = self.pools[pi]
             if pool.incomplete or pool.invalid:
@@ -390,7 +433,7 @@ class _Run:
                     device_id = (pool.id[0], pool.id[1], device.name)
                     if admin and ci in self.allocating.get(device_id, ()):
                         continue
-                    if not admin and self._in_use(device_id):
+                    if not admin and (device_id in held or allocating.get(device_id)):
                         continue
                     if not self._selectable((ci, ri, si), data, slice_, device, device_id):
                         continue
@@ -484,25 +527,27 @@ class _Run:
         klass: DeviceClassRecord | None,
         expressions: Sequence[str],
     ) -> bool:
-        owner = (
-            f"class {klass.name}"
-            if klass is not None
-            else f"claim {_claim_ref(self.claims[key[0]])}"
-        )
         for i, expression in enumerate(expressions):
             try:
                 selector = self.a.selectors.get(expression)
             except CompileError as err:
+                owner = self._selector_owner(key, klass)
                 raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {err}") from err
             try:
                 if not selector.matches(device.selector_view):
                     return False
             except EvaluationError as err:
                 raise AllocationError(
-                    f"{owner}: selector #{i} on device {'/'.join(device_id)}: "
-                    f"CEL runtime error: {err}"
+                    f"{self._selector_owner(key, klass)}: selector #{i} on device "
+                    f"{'/'.join(device_id)}: CEL runtime error: {err}"
                 ) from err
         return True
+
+    def _selector_owner(self, key: tuple[int, int, int], klass: DeviceClassRecord | None) -> str:
+        """Who a failing selector belongs to, in upstream's error."""
+        if klass is not None:
+            return f"class {klass.name}"
+        return f"claim {_claim_ref(self.claims[key[0]])}"
 
     # --- one device (allocateDevice) ---------------------------------------------------
 
@@ -695,7 +740,7 @@ class _Run:
         return AllocationResult(
             devices=tuple(devices),
             config=self._configs(ci),
-            node_selector=self._node_selector(self.results[ci]),
+            node_selector=self.node_selectors[ci],
         )
 
     @staticmethod

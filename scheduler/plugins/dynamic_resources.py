@@ -51,6 +51,7 @@ from scheduler.dra.allocator import (
     AllocationResult,
     AllocationTimedOut,
     Allocator,
+    FoundAllocation,
 )
 from scheduler.dra.binding_conditions import (
     BINDING_TIMEOUT_SECONDS,
@@ -119,9 +120,14 @@ class _NodeAllocation:
     claims to allocate, in their order; the node's copy of the scheduler's claim for
     extended resources and the pod's request mappings, if it has one."""
 
-    results: list[AllocationResult]
+    found: FoundAllocation | None
     extended_claim: ClaimRecord | None = None
     mappings: tuple[RequestMapping, ...] = ()
+
+    @property
+    def results(self) -> list[AllocationResult]:
+        """Built when first read (Score with alternatives, Reserve on the chosen node)."""
+        return self.found.results() if self.found is not None else []
 
 
 @dataclass
@@ -160,7 +166,7 @@ class _State:
         return self.claims[index] if index is not None else None
 
 
-_NO_ALLOCATION = _NodeAllocation([])
+_NO_ALLOCATION = _NodeAllocation(None)
 
 
 def _with_allocation(claim: ClaimRecord, result: AllocationResult) -> ClaimRecord:
@@ -347,7 +353,7 @@ class DynamicResources(
             if (selector is not None and not selector.matches(view.labels, view.name))
             or self._binding_failed(s.claims[i])
         ]
-        results: list[AllocationResult] | None = None
+        found: FoundAllocation | None = None
         if s.allocator is not None:
             to_allocate = [
                 node_claim if i == s.extended_index and node_claim is not None else s.claims[i]
@@ -355,7 +361,7 @@ class DynamicResources(
             ]
             deadline = time.monotonic() + FILTER_TIMEOUT_SECONDS
             try:
-                results = s.allocator.allocate(Node(view.name, view.labels), to_allocate, deadline)
+                found = s.allocator.search(Node(view.name, view.labels), to_allocate, deadline)
             except AllocationTimedOut:
                 return Status.from_error(
                     TimeoutError(f"node {view.name}: timed out trying to allocate devices"),
@@ -365,13 +371,13 @@ class DynamicResources(
                 if exc.on_node:
                     return Status.unresolvable(str(exc), plugin=self.name)
                 return Status.from_error(exc, self.name)
-            if results is None or len(results) != len(to_allocate):
+            if found is None:
                 return Status.unresolvable("cannot allocate all claims", plugin=self.name)
         if unavailable:
             s.unavailable.update(unavailable)
             return Status.unresolvable("resourceclaim not available on the node", plugin=self.name)
-        if results is not None:
-            s.node_allocations[view.name] = _NodeAllocation(results, node_claim, mappings)
+        if found is not None:
+            s.node_allocations[view.name] = _NodeAllocation(found, node_claim, mappings)
         return Status.success()
 
     # ---------------------------------------------------------------- PostFilter
@@ -416,6 +422,8 @@ class DynamicResources(
         s: _State | None = state.get(_STATE_KEY)
         if s is None or not s.claims:
             return 0, Status.success()
+        if not any(r.first_available for claim in s.claims for r in claim.requests):
+            return 0, Status.success()  # only alternatives score
         node_allocation = s.node_allocations.get(view.name)
         if node_allocation is None:
             return 0, Status.success()
