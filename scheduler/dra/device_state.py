@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from fractions import Fraction
+from typing import TypeVar
 
 from scheduler.dra.allocator import AllocatedState, DeviceID
 from scheduler.dra.class_resolver import DeviceClassResolver
@@ -52,6 +53,18 @@ def _shares(devices: Iterable[AllocatedDevice]) -> Iterable[AllocatedDevice]:
     for d in devices:
         if not d.admin_access and d.share_id:
             yield d
+
+
+K = TypeVar("K")
+
+
+def _decrement(counts: Counter[K], key: K) -> None:
+    """One holder fewer; a key no one holds any more is gone (never zero or below)."""
+    left = counts[key] - 1
+    if left > 0:
+        counts[key] = left
+    else:
+        counts.pop(key, None)
 
 
 class DeviceState:
@@ -221,10 +234,13 @@ class DeviceState:
         if not claim.allocated:
             return
         self.revision += 1
-        self._dedicated.subtract(_dedicated(claim.allocated_devices))
+        # only the entries this claim touched can reach zero: dropped one by one (a
+        # `+counter` copy would walk every held device of the cluster per release)
+        for device in _dedicated(claim.allocated_devices):
+            _decrement(self._dedicated, device)
         for d in _shares(claim.allocated_devices):
             device = (d.driver, d.pool, d.device)
-            self._shares[(device, d.share_id)] -= 1
+            _decrement(self._shares, (device, d.share_id))
             held = self._capacity.get(device)
             if held is not None and d.consumed_capacity:
                 for name, amount in d.consumed_capacity.items():
@@ -232,8 +248,6 @@ class DeviceState:
                         held[name] -= amount
                 if all(v == 0 for v in held.values()):
                     del self._capacity[device]  # ConsumedCapacityCollection.Remove
-        self._dedicated = +self._dedicated  # drop what reached zero
-        self._shares = +self._shares
 
     def allocated_state(self) -> AllocatedState:
         """A copy for one cycle (upstream's PreFilter clones the sets the same way)."""

@@ -189,6 +189,16 @@ def _with_allocation(claim: ClaimRecord, result: AllocationResult) -> ClaimRecor
     )
 
 
+def _may_name(pod: PodInfo, claim: ClaimRecord) -> bool:
+    """Whether `claim` can be one of the pod's claims: in its namespace, and named by its
+    spec or by its status (a template's claim)."""
+    if claim.namespace != pod.namespace:
+        return False
+    return any(e.claim_name == claim.name for e in pod.resource_claims) or any(
+        name == claim.name for _, name in pod.resource_claim_statuses
+    )
+
+
 class DynamicResources(
     PreEnqueuePlugin,
     PreFilterPlugin,
@@ -626,6 +636,11 @@ class DynamicResources(
         if not isinstance(new, ClaimRecord):
             # deleted: only a claim that held devices frees something
             return QUEUE if not isinstance(old, ClaimRecord) or old.allocated else SKIP
+        deallocated = isinstance(old, ClaimRecord) and old.allocated and not new.allocated
+        if not deallocated and not _may_name(pod, new):
+            # not one of the pod's claims: whatever the lookup below finds, SKIP (this
+            # runs for every rejected pod on every claim event)
+            return SKIP
         try:
             uses = any(c.uid == new.uid for c in pod_claims(pod, self.devices))
         except ClaimNotUsable:

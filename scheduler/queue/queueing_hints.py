@@ -18,6 +18,7 @@ from scheduler.queue import events as ev
 from scheduler.queue.pod_info import P, QueuedPodInfo
 
 log = logging.getLogger(__name__)
+_MATCHING_LIMIT = 4096
 
 
 class RequeueStrategy(enum.Enum):
@@ -33,6 +34,19 @@ class QueueingHints:
         self._hints: dict[str, tuple[ClusterEventWithHint, ...]] = {
             name: tuple(evs) for name, evs in events_to_register.items()
         }
+        # (plugin, event) -> that plugin's registrations the event matches: the same few
+        # events arrive again and again, each tried against every rejected pod
+        self._matching: dict[tuple[str, ClusterEvent], tuple[ClusterEventWithHint, ...]] = {}
+
+    def _registered_for(self, plugin: str, event: ClusterEvent) -> tuple[ClusterEventWithHint, ...]:
+        key = (plugin, event)
+        found = self._matching.get(key)
+        if found is None:
+            found = tuple(r for r in self._hints.get(plugin, ()) if r.event.matches(event))
+            if len(self._matching) >= _MATCHING_LIMIT:
+                self._matching.clear()  # updates combine actions: bounded, not unbounded
+            self._matching[key] = found
+        return found
 
     def strategy(
         self, info: QueuedPodInfo[P], event: ClusterEvent, old: Any, new: Any
@@ -45,10 +59,8 @@ class QueueingHints:
         rejectors = info.unschedulable_plugins
         if not rejectors or event.resource == EventResource.WILDCARD:
             return RequeueStrategy.AFTER_BACKOFF
-        for plugin in sorted(rejectors):
-            for registered in self._hints.get(plugin, ()):
-                if not registered.event.matches(event):
-                    continue
+        for plugin in sorted(rejectors) if len(rejectors) > 1 else rejectors:
+            for registered in self._registered_for(plugin, event):
                 if registered.hint is None:
                     return RequeueStrategy.AFTER_BACKOFF
                 try:
