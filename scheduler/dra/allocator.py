@@ -46,6 +46,10 @@ from scheduler.dra.selector_cache import SelectorCache
 DeviceID = tuple[str, str, str]  # (driver, pool, device)
 
 
+def _NOTHING() -> None:
+    """The undo of a device not taken."""
+
+
 def taint_prevents(device: DeviceRecord, request: SubRequest) -> bool:
     """A NoSchedule or NoExecute taint of the device that the request does not tolerate
     (allocator_incubating.go allocateDevice's taint check)."""
@@ -420,6 +424,7 @@ class _Run:
         # _in_use, inlined: this loop visits every device of the node for every pod
         held = self.a.allocated.devices
         allocating = self.allocating
+        matches = self.matches
         for pi in range(start[0], len(self.pools)):
             pool = self.pools[pi]
             if pool.incomplete or pool.invalid:
@@ -435,7 +440,10 @@ class _Run:
                         continue
                     if not admin and (device_id in held or allocating.get(device_id)):
                         continue
-                    if not self._selectable((ci, ri, si), data, slice_, device, device_id):
+                    known = matches.get((device_id, ci, ri, si))  # _selectable's memory
+                    if known is None:
+                        known = self._selectable((ci, ri, si), data, slice_, device, device_id)
+                    if not known:
                         continue
                     try:
                         ok = self._capacity_fits(request, device, device_id)
@@ -447,7 +455,7 @@ class _Run:
                     if not ok:
                         continue
                     done, undo = self._allocate_device(
-                        ci, ri, si, device, device_id, slice_, pool, False
+                        ci, ri, si, device, device_id, slice_, pool, False, capacity_fits=True
                     )
                     if not done:
                         continue
@@ -561,12 +569,21 @@ class _Run:
         slice_: SliceRecord,
         pool: Pool,
         must: bool,
+        *,
+        capacity_fits: bool = False,
     ) -> tuple[bool, Callable[[], None]]:
+        """`capacity_fits`: the caller checked the capacity just before, in this state
+        (the plain case skips the same check again)."""
         data = self.request_data[(ci, ri, si)]
         request = data.request
         admin = bool(request.admin_access)
         shareable = bool(device.allow_multiple_allocations)
-        nothing: Callable[[], None] = lambda: None  # noqa: E731
+        if (
+            not (shareable or admin or device.consumes_counters or device.taints)
+            and not (self.constraints[ci])
+        ):
+            return self._allocate_plain_device(ci, data, device, device_id, slice_, capacity_fits)
+        nothing = _NOTHING
         if not shareable and admin and ci in self.allocating.get(device_id, ()):
             return False, nothing
         if not admin and self._in_use(device_id):
@@ -665,6 +682,55 @@ class _Run:
         def undo() -> None:
             for step in reversed(steps):
                 step()
+
+        return True, undo
+
+    def _allocate_plain_device(
+        self,
+        ci: int,
+        data: _RequestData,
+        device: DeviceRecord,
+        device_id: DeviceID,
+        slice_: SliceRecord,
+        capacity_fits: bool,
+    ) -> tuple[bool, Callable[[], None]]:
+        """_allocate_device for the common case, with the same outcome: a device that is
+        not shared, consumes no counters and has no taints, for a request without admin
+        access in a claim without constraints. Only the in-use check, the capacity check
+        and the bookkeeping remain (no undo steps to collect)."""
+        request = data.request
+        if device_id in self.a.allocated.devices or self.allocating.get(device_id):
+            return False, _NOTHING
+        if not capacity_fits:
+            try:
+                ok = self._capacity_fits(request, device, device_id)
+            except CapacityError as err:
+                raise AllocationError(
+                    f"claim {_claim_ref(self.claims[ci])}, request {request.name}: rechecking "
+                    f"capacity for device {'/'.join(device_id)}: {err}"
+                ) from err
+            if not ok:
+                return False, _NOTHING
+        allocating = self.allocating.setdefault(device_id, set())
+        allocating.add(ci)
+        results = self.results[ci]
+        results.append(
+            _Internal(
+                request=request.name,
+                parent=data.parent,
+                device=device,
+                id=device_id,
+                slice=slice_,
+                share_id="",
+                consumed=None,
+                admin_access=None,
+            )
+        )
+        size = len(results)
+
+        def undo() -> None:
+            del results[size - 1 :]
+            allocating.discard(ci)
 
         return True, undo
 
