@@ -210,6 +210,28 @@ class AllocationTimedOut(AllocationError):
     """The search passed its deadline (upstream: context.DeadlineExceeded)."""
 
 
+def _taken(
+    data: _RequestData,
+    device: DeviceRecord,
+    device_id: DeviceID,
+    slice_: SliceRecord,
+    share_id: str,
+    consumed: dict[str, Fraction] | None,
+    admin: bool,
+) -> _Internal:
+    """The result entry of a device taken for a request."""
+    return _Internal(
+        request=data.request.name,
+        parent=data.parent,
+        device=device,
+        id=device_id,
+        slice=slice_,
+        share_id=share_id,
+        consumed=consumed,
+        admin_access=True if admin else None,
+    )
+
+
 class _Run:
     def __init__(
         self, a: Allocator, node: Node, claims: Sequence[ClaimRecord], deadline: float | None
@@ -432,14 +454,16 @@ class _Run:
             slice_start = start[1] if pi == start[0] else 0
             for sl in range(slice_start, len(pool.slices_on_node)):
                 slice_ = pool.slices_on_node[sl]
+                ids = pool.device_ids[sl]
                 device_start = start[2] if (pi, sl) == start[:2] else 0
-                for dx in range(device_start, len(slice_.devices)):
+                for dx in range(device_start, len(ids)):
+                    device_id = ids[dx]
+                    if admin:
+                        if ci in allocating.get(device_id, ()):
+                            continue
+                    elif device_id in held or allocating.get(device_id):
+                        continue
                     device = slice_.devices[dx]
-                    device_id = (pool.id[0], pool.id[1], device.name)
-                    if admin and ci in self.allocating.get(device_id, ()):
-                        continue
-                    if not admin and (device_id in held or allocating.get(device_id)):
-                        continue
                     known = matches.get((device_id, ci, ri, si))  # _selectable's memory
                     if known is None:
                         known = self._selectable((ci, ri, si), data, slice_, device, device_id)
@@ -663,18 +687,7 @@ class _Run:
 
             undo_steps.append(release_capacity)
         results = self.results[ci]
-        results.append(
-            _Internal(
-                request=request.name,
-                parent=data.parent,
-                device=device,
-                id=device_id,
-                slice=slice_,
-                share_id=share_id,
-                consumed=consumed or None,
-                admin_access=True if admin else None,
-            )
-        )
+        results.append(_taken(data, device, device_id, slice_, share_id, consumed or None, admin))
         size = len(results)
         undo_steps.append(lambda: results.__delitem__(slice(size - 1, None)))
         steps = list(undo_steps)
@@ -714,18 +727,7 @@ class _Run:
         allocating = self.allocating.setdefault(device_id, set())
         allocating.add(ci)
         results = self.results[ci]
-        results.append(
-            _Internal(
-                request=request.name,
-                parent=data.parent,
-                device=device,
-                id=device_id,
-                slice=slice_,
-                share_id="",
-                consumed=None,
-                admin_access=None,
-            )
-        )
+        results.append(_taken(data, device, device_id, slice_, "", None, False))
         size = len(results)
 
         def undo() -> None:

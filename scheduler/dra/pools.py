@@ -40,6 +40,9 @@ class Pool:
     slices_on_node: list[SliceRecord] = field(default_factory=list)
     slices_not_on_node: list[SliceRecord] = field(default_factory=list)
     counter_sets: dict[str, CounterSet] = field(default_factory=dict)
+    # per slice on the node, its devices' (driver, pool, device): the allocator looks
+    # every device up by it, for every node and pod
+    device_ids: list[tuple[tuple[str, str, str], ...]] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -123,6 +126,7 @@ def _build_pool(
         return Pool(pool_id, invalid=True, invalid_reason=reason)
     return Pool(
         pool_id,
+        device_ids=[tuple((*pool_id, d.name) for d in s.devices) for s in device_slices],
         slices_on_node=device_slices,
         slices_not_on_node=not_on_node,
         counter_sets=counter_sets,
