@@ -78,6 +78,9 @@ class AllocatedState:
     devices: set[DeviceID] = field(default_factory=set)
     shared: set[tuple[DeviceID, str]] = field(default_factory=set)
     capacity: dict[DeviceID, dict[str, Fraction]] = field(default_factory=dict)
+    # (driver, pool) -> how often its held devices changed, as of this snapshot
+    # (dra/verdict_cache.py; empty where nobody counts)
+    pool_versions: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def holds(self, device: DeviceID) -> bool:
         """IsDeviceAllocated."""

@@ -93,6 +93,8 @@ class DeviceState:
         self._dedicated: Counter[DeviceID] = Counter()
         self._shares: Counter[tuple[DeviceID, str]] = Counter()
         self._capacity: dict[DeviceID, dict[str, Fraction]] = {}
+        # (driver, pool) -> changes to the devices held in it (AllocatedState.pool_versions)
+        self._pool_versions: dict[tuple[str, str], int] = {}
 
     # ------------------------------------------------------------------ listers
     def set_slice(self, s: SliceRecord) -> None:
@@ -217,10 +219,16 @@ class DeviceState:
         return False
 
     # --------------------------------------------------------- held devices
+    def _touch_pools(self, claim: ClaimRecord) -> None:
+        versions = self._pool_versions
+        for pool in {(d.driver, d.pool) for d in claim.allocated_devices}:
+            versions[pool] = versions.get(pool, 0) + 1
+
     def _hold(self, claim: ClaimRecord) -> None:
         if not claim.allocated:
             return
         self.revision += 1
+        self._touch_pools(claim)
         self._dedicated.update(_dedicated(claim.allocated_devices))
         for d in _shares(claim.allocated_devices):
             device = (d.driver, d.pool, d.device)
@@ -234,6 +242,7 @@ class DeviceState:
         if not claim.allocated:
             return
         self.revision += 1
+        self._touch_pools(claim)
         # only the entries this claim touched can reach zero: dropped one by one (a
         # `+counter` copy would walk every held device of the cluster per release)
         for device in _dedicated(claim.allocated_devices):
@@ -255,6 +264,7 @@ class DeviceState:
             devices=set(self._dedicated),
             shared=set(self._shares),
             capacity={d: dict(c) for d, c in self._capacity.items()},
+            pool_versions=dict(self._pool_versions),
         )
 
     def holders(self) -> Mapping[DeviceID, int]:

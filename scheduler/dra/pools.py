@@ -43,6 +43,10 @@ class Pool:
     # per slice on the node, its devices' (driver, pool, device): the allocator looks
     # every device up by it, for every node and pod
     device_ids: list[tuple[tuple[str, str, str], ...]] = field(default_factory=list)
+    # whether a search's answer over this pool may be kept for the next pod with the
+    # same claims (dra/verdict_cache.py): complete, valid, and none of what makes the
+    # answer depend on more than which devices are held
+    cacheable: bool = False
 
     @property
     def name(self) -> str:
@@ -124,8 +128,15 @@ def _build_pool(
     )
     if reason:
         return Pool(pool_id, invalid=True, invalid_reason=reason)
+    cacheable = not counter_sets and not any(
+        s.per_device_node_selection
+        or any(d.allow_multiple_allocations or d.consumes_counters or d.binding_conditions
+               for d in s.devices)
+        for s in device_slices
+    )  # fmt: skip
     return Pool(
         pool_id,
+        cacheable=cacheable,
         device_ids=[tuple((*pool_id, d.name) for d in s.devices) for s in device_slices],
         slices_on_node=device_slices,
         slices_not_on_node=not_on_node,
@@ -168,6 +179,11 @@ class SliceIndex(Sequence[SliceRecord]):
         """Every slice that may reach `node_name` (a superset: GatherPools still checks)."""
         yield from self._by_node.get(node_name, ())
         yield from self._elsewhere
+
+    @property
+    def pools_stable(self) -> bool:
+        """Whether `pools_for` gives the same pools object for a node each time."""
+        return not self._elsewhere
 
     def pools_for(self, node: Node) -> Sequence[Pool]:
         """gather_pools, remembered per node name where the labels cannot matter."""

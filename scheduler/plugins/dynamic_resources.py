@@ -79,8 +79,14 @@ from scheduler.dra.extended_claim_writes import ExtendedClaimWrites
 from scheduler.dra.extended_requests import RequestMapping, requests_and_mappings
 from scheduler.dra.pod_claims import ClaimNotUsable, pod_claims, reserved_for_pod
 from scheduler.dra.pools import Node
-from scheduler.dra.resources import AllocatedDevice, ClaimRecord, DeviceRequest
+from scheduler.dra.resources import (
+    AllocatedDevice,
+    ClaimRecord,
+    DeviceClassRecord,
+    DeviceRequest,
+)
 from scheduler.dra.selector_cache import SelectorCache
+from scheduler.dra.verdict_cache import Signature, VerdictCache, signature
 from scheduler.framework.cluster_event import ActionType, ClusterEventWithHint, EventResource
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.diagnosis import Diagnosis
@@ -147,6 +153,10 @@ class _State:
     available_on: list[NodeSelector | None] = field(default_factory=list)
     to_allocate: list[int] = field(default_factory=list)  # indexes of unallocated claims
     allocator: Allocator | None = None
+    # the claims to allocate as the verdict cache knows them (None: not cacheable), and
+    # the class records that signature names
+    signature: Signature | None = None
+    signature_classes: tuple[DeviceClassRecord, ...] = ()
     node_allocations: dict[str, _NodeAllocation] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
     # Reserve's choice per claim index, which PreBind writes
@@ -220,6 +230,7 @@ class DynamicResources(
         # is then missing, which is what a cluster without claims answers too
         self.devices = state if isinstance(state, DeviceState) else DeviceState()
         self.selectors = SelectorCache()  # upstream: the plugin's celCache
+        self.verdicts = VerdictCache()
         self.writes = ClaimWrites(handle.resource_claim_api, self.devices)
         self.extended_writes = ExtendedClaimWrites(handle.resource_claim_api)
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -316,6 +327,10 @@ class DynamicResources(
                 self.devices.allocation_slices(),
                 self.selectors,
             )
+            if s.extended_index not in s.to_allocate:  # (that claim differs per node)
+                found = signature([s.claims[i] for i in s.to_allocate], self.devices.classes)
+                if found is not None:
+                    s.signature, s.signature_classes = found
         return None, Status.success()
 
     # ---------------------------------------------------------------- Filter
@@ -331,8 +346,10 @@ class DynamicResources(
             return None, (), None
         if has_requests(claim):
             # written in an earlier cycle: fail here, PostFilter deletes it, then anew
-            return None, (), Status.unresolvable(
-                "cannot schedule extended resource claim", plugin=self.name
+            return (
+                None,
+                (),
+                Status.unresolvable("cannot schedule extended resource claim", plugin=self.name),
             )
         node = view.node
         allocatable = node.allocatable if node is not None else {}
@@ -369,9 +386,19 @@ class DynamicResources(
                 node_claim if i == s.extended_index and node_claim is not None else s.claims[i]
                 for i in s.to_allocate
             ]
+            node = Node(view.name, view.labels)
+            a = s.allocator
+            hit = False
+            if s.signature is not None:
+                hit, found = self.verdicts.get(a.slices, node, s.signature, a.allocated)
             deadline = time.monotonic() + FILTER_TIMEOUT_SECONDS
             try:
-                found = s.allocator.search(Node(view.name, view.labels), to_allocate, deadline)
+                if not hit:
+                    found = a.search(node, to_allocate, deadline)
+                    if s.signature is not None:
+                        self.verdicts.put(
+                            a.slices, node, s.signature, s.signature_classes, a.allocated, found
+                        )
             except AllocationTimedOut:
                 return Status.from_error(
                     TimeoutError(f"node {view.name}: timed out trying to allocate devices"),
