@@ -40,6 +40,17 @@ class UpstreamScheduler(LoggedProcess):
 Scheduler = SchedulerProcess | UpstreamScheduler
 
 
+def start_upstream(
+    cluster: ClusterHandle, config: Path, log_path: Path, extra_args: Sequence[str] = ()
+) -> UpstreamScheduler:
+    """Upstream kube-scheduler started on `cluster` with the profiles of `config` (a
+    file of its own: the kubeconfig is written into it). Not waited for: it serves no
+    health port here (--secure-port=0); pods wait for it as for any scheduler."""
+    sched = UpstreamScheduler(cluster.bin_dir, cluster.kubeconfig, config, log_path, extra_args)
+    sched.start()
+    return sched
+
+
 def contender_on_cluster(
     which: str,
     folder: Path,
@@ -61,10 +72,7 @@ def contender_on_cluster(
             cluster.kubeconfig, config, folder / "scheduler.log", extra_args=list(extra_args)
         ).start()
     else:
-        sched = UpstreamScheduler(
-            cluster.bin_dir, cluster.kubeconfig, config, folder / "up.log", extra_args
-        )
-        sched.start()
+        sched = start_upstream(cluster, config, folder / "up.log", extra_args)
     try:
         yield cluster, sched
     finally:
