@@ -200,6 +200,9 @@ class Tally:
         )
 
 
+# the run's length, with room for the cluster's start and end (the default, 300 s, would
+# stop a long run)
+@pytest.mark.timeout(SECONDS + 240)
 def test_no_device_is_held_twice_with_upstream_beside_and_the_split_holds(
     cluster_with_both: tuple[ClusterHandle, SchedulerProcess, UpstreamScheduler],
 ) -> None:
