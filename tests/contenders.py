@@ -1,7 +1,8 @@
 """Both schedulers on one cluster under the same assertions: this scheduler's process, or
 upstream kube-scheduler v1.37.2 with the same profile. A module's fixture parametrized
-over CONTENDERS starts one of them with `start_contender`; what the tests then check is
-upstream's behaviour, not only this scheduler's."""
+over CONTENDERS starts one of them with `contender_on_cluster`; what the tests then check
+is upstream's behaviour, not only this scheduler's. `start_upstream` runs kube-scheduler
+on a cluster already up, beside this scheduler (the DRA churn test)."""
 
 from __future__ import annotations
 
