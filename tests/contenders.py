@@ -1,7 +1,8 @@
 """Both schedulers on one cluster under the same assertions: this scheduler's process, or
 upstream kube-scheduler v1.37.2 with the same profile. A module's fixture parametrized
-over CONTENDERS starts one of them with `start_contender`; what the tests then check is
-upstream's behaviour, not only this scheduler's."""
+over CONTENDERS starts one of them with `contender_on_cluster`; what the tests then check
+is upstream's behaviour, not only this scheduler's. `start_upstream` runs kube-scheduler
+on a cluster already up, beside this scheduler (the DRA churn test)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,17 @@ class UpstreamScheduler(LoggedProcess):
 Scheduler = SchedulerProcess | UpstreamScheduler
 
 
+def start_upstream(
+    cluster: ClusterHandle, config: Path, log_path: Path, extra_args: Sequence[str] = ()
+) -> UpstreamScheduler:
+    """Upstream kube-scheduler started on `cluster` with the profiles of `config` (a
+    file of its own: the kubeconfig is written into it). Not waited for: it serves no
+    health port here (--secure-port=0); pods wait for it as for any scheduler."""
+    sched = UpstreamScheduler(cluster.bin_dir, cluster.kubeconfig, config, log_path, extra_args)
+    sched.start()
+    return sched
+
+
 def contender_on_cluster(
     which: str,
     folder: Path,
@@ -61,10 +73,7 @@ def contender_on_cluster(
             cluster.kubeconfig, config, folder / "scheduler.log", extra_args=list(extra_args)
         ).start()
     else:
-        sched = UpstreamScheduler(
-            cluster.bin_dir, cluster.kubeconfig, config, folder / "up.log", extra_args
-        )
-        sched.start()
+        sched = start_upstream(cluster, config, folder / "up.log", extra_args)
     try:
         yield cluster, sched
     finally:

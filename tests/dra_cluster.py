@@ -57,6 +57,14 @@ def publish_devices(
 ) -> None:
     """What a DRA driver on `node` would publish: one pool named after the node, one
     slice `<node>-gpus` with devices gpu-0.. carrying `attributes`."""
+    publish_slice(cluster, driver, node, [attributes or {}] * devices)
+
+
+def publish_slice(
+    cluster: ClusterHandle, driver: str, node: str, attributes: list[dict[str, Any]]
+) -> None:
+    """The same pool and slice, with one device gpu-<i> per entry of `attributes`, each
+    carrying its own (devices of one pool that differ, as a driver's partitions do)."""
     cluster.api(
         "POST",
         f"{RESOURCE}/resourceslices",
@@ -67,8 +75,8 @@ def publish_devices(
                 "nodeName": node,
                 "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
                 "devices": [
-                    {"name": f"gpu-{i}", **({"attributes": attributes} if attributes else {})}
-                    for i in range(devices)
+                    {"name": f"gpu-{i}", **({"attributes": attrs} if attrs else {})}
+                    for i, attrs in enumerate(attributes)
                 ],
             },
         },
