@@ -337,6 +337,7 @@ class SchedulerApp:
             metrics=m,
             group_of=pod_group_key,
         )
+        self.queue.defer_moves()  # until the caches are first filled (run())
         for fwk in self.frameworks.values():
             fwk.set_pod_activator(self.queue)
         if self.policies is not None:
@@ -590,8 +591,12 @@ class SchedulerApp:
         await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
         loop_crashed = False
         if not self._stop.is_set():
+            moved = self.queue.resume_moves()
             log.info(
-                "caches synced nodes=%d pods=%d", self.cache.node_count(), self.cache.pod_count()
+                "caches synced nodes=%d pods=%d pods moved=%d",
+                self.cache.node_count(),
+                self.cache.pod_count(),
+                moved,
             )
             if self.options.on_caches_synced is not None:
                 self.options.on_caches_synced()

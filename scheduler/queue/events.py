@@ -20,6 +20,8 @@ POD_ADD = "PodAdd"
 POD_UPDATE = "PodUpdate"
 SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
 BACKOFF_COMPLETE = "BackoffComplete"
+# the events of the caches' first fill, acted on at once (SchedulingQueue.resume_moves)
+CACHES_SYNCED = "CachesSynced"
 
 ASSIGNED_POD_ADD = ClusterEvent(EventResource.ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd")
 ASSIGNED_POD_DELETE = ClusterEvent(

@@ -708,3 +708,38 @@ async def test_a_failing_flush_is_logged_and_the_task_keeps_running(
 def test_pod_record_replace_keeps_uid() -> None:
     # the test Pod is a frozen dataclass like the real records: updates are new objects
     assert replace(Pod("p"), priority=3).uid == "p"
+
+
+async def test_events_of_the_first_fill_are_acted_on_once_when_the_caches_are_synced() -> None:
+    gates = Gates()
+    q, _ = make_queue(gates=gates)
+    q.defer_moves()
+    gates.preempting.update({"a", "b"})  # gated by DefaultPreemption, as by a missing claim
+    q.add(Pod("a"))
+    q.add(Pod("b"))
+    q.add(Pod("gated", scheduling_gates=("g",)))
+    assert q.where("a") == GATED
+    gates.preempting.discard("a")  # what a listed object would open
+    for _ in range(3):
+        assert q.move_all_to_active_or_backoff(ASSIGNED_DELETE) == 0  # counted, not acted on
+        q.assigned_pod_deleted(Pod("victim"))
+    assert q.where("a") == GATED
+    assert q.resume_moves() == 1  # a's PreEnqueue again: open now
+    assert q.where("a") == ACTIVE
+    assert q.where("b") == GATED  # still closed
+    assert q.where("gated") == GATED
+    assert q.resume_moves() == 0  # once
+    gates.preempting.clear()
+    q.assigned_pod_deleted(Pod("victim"))  # events act at once again
+    assert q.where("b") == ACTIVE
+
+
+async def test_without_events_held_back_resume_moves_nothing() -> None:
+    gates = Gates()
+    q, _ = make_queue(gates=gates)
+    q.defer_moves()
+    gates.preempting.add("a")
+    q.add(Pod("a"))
+    gates.preempting.clear()
+    assert q.resume_moves() == 0  # no event: nothing could have opened it
+    assert q.where("a") == GATED
