@@ -472,14 +472,7 @@ class _Run:
                         known = self._selectable((ci, ri, si), data, slice_, device, device_id)
                     if not known:
                         continue
-                    try:
-                        ok = self._capacity_fits(request, device, device_id)
-                    except CapacityError as err:
-                        raise AllocationError(
-                            f"claim {_claim_ref(claim)}, request {request.name}: checking "
-                            f"capacity for device {'/'.join(device_id)}: {err}"
-                        ) from err
-                    if not ok:
+                    if not self._fits_or_raise(ci, request, device, device_id, "checking"):
                         continue
                     done, undo = self._allocate_device(
                         ci, ri, si, device, device_id, slice_, pool, False, capacity_fits=True
@@ -506,6 +499,19 @@ class _Run:
             or any(d == device_id for d, _ in allocated.shared)
             or device_id in self.allocating_capacity
         )
+
+    def _fits_or_raise(
+        self, ci: int, request: SubRequest, device: DeviceRecord, device_id: DeviceID, step: str
+    ) -> bool:
+        """_capacity_fits, its CapacityError as upstream's allocation error for `step`
+        ("checking" in the search, "rechecking" when the device is taken)."""
+        try:
+            return self._capacity_fits(request, device, device_id)
+        except CapacityError as err:
+            raise AllocationError(
+                f"claim {_claim_ref(self.claims[ci])}, request {request.name}: {step} "
+                f"capacity for device {'/'.join(device_id)}: {err}"
+            ) from err
 
     def _capacity_fits(
         self, request: SubRequest, device: DeviceRecord, device_id: DeviceID
@@ -652,13 +658,10 @@ class _Run:
         consumed: dict[str, Fraction] = {}
         share_id = ""
         try:
-            ok = self._capacity_fits(request, device, device_id)
-        except CapacityError as err:
+            ok = self._fits_or_raise(ci, request, device, device_id, "rechecking")
+        except AllocationError:
             rollback()
-            raise AllocationError(
-                f"claim {_claim_ref(self.claims[ci])}, request {request.name}: rechecking "
-                f"capacity for device {'/'.join(device_id)}: {err}"
-            ) from err
+            raise
         if not ok:
             rollback()
             return False, nothing
@@ -717,16 +720,10 @@ class _Run:
         request = data.request
         if device_id in self.a.allocated.devices or self.allocating.get(device_id):
             return False, _NOTHING
-        if not capacity_fits:
-            try:
-                ok = self._capacity_fits(request, device, device_id)
-            except CapacityError as err:
-                raise AllocationError(
-                    f"claim {_claim_ref(self.claims[ci])}, request {request.name}: rechecking "
-                    f"capacity for device {'/'.join(device_id)}: {err}"
-                ) from err
-            if not ok:
-                return False, _NOTHING
+        if not capacity_fits and not self._fits_or_raise(
+            ci, request, device, device_id, "rechecking"
+        ):
+            return False, _NOTHING
         allocating = self.allocating.setdefault(device_id, set())
         allocating.add(ci)
         results = self.results[ci]
